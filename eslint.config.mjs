@@ -1,0 +1,31 @@
+// Flat config: typescript-eslint's type-aware rules on every TypeScript file.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'dist-bench/**', 'coverage/**', 'data/**', 'bin/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.strictTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true }],
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/explicit-module-boundary-types': 'off',
+    },
+  },
+  {
+    // Jest's asymmetric matchers (expect.any, expect.stringMatching) are typed `any`.
+    files: ['test/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-non-null-assertion': 'off',
+    },
+  },
+  {
+    files: ['**/*.mjs', '**/*.cjs', '**/*.js'],
+    extends: [tseslint.configs.disableTypeChecked],
+  },
+);

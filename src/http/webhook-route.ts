@@ -1,0 +1,97 @@
+import type { Request, RequestHandler, Response } from 'express';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { DeliveryOutcome, Metrics } from '../metrics.js';
+import type { DeliveryQueue } from '../queue/delivery-queue.js';
+import { enqueueDelivery } from '../queue/enqueue-delivery.js';
+import { parseEvent } from '../webhooks/parse-event.js';
+import { verifySignature } from '../webhooks/verify-signature.js';
+import { HttpError, ServiceUnavailableError, SignatureError } from './http-errors.js';
+import { readRawBody } from './read-raw-body.js';
+
+export interface WebhookRouteDeps {
+  readonly config: Config;
+  readonly queue: DeliveryQueue;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  /** Tells whether the Redis connection is up; when it is not, answer 503 at once. */
+  readonly isRedisReady: () => boolean;
+}
+
+/** Seconds a sender should wait before trying again after a 503. */
+export const RETRY_AFTER_SECONDS = 5;
+
+const OUTCOME_BY_STATUS: Readonly<Record<number, DeliveryOutcome>> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  413: 'too_large',
+  415: 'unsupported_media_type',
+  503: 'unavailable',
+};
+
+/**
+ * POST {WEBHOOK_PATH}: raw body → signature → parse → dedupe + enqueue → answer. The answer is
+ * sent only once the delivery is in Redis, so a 2xx always means "stored".
+ */
+export function webhookRoute(deps: WebhookRouteDeps): RequestHandler {
+  return async (req: Request, res: Response) => {
+    try {
+      await receive(deps, req, res);
+    } catch (error: unknown) {
+      const status = error instanceof HttpError ? error.status : 500;
+      deps.metrics.deliveries.inc({ outcome: OUTCOME_BY_STATUS[status] ?? 'error', event: '' });
+      throw error;
+    }
+  };
+}
+
+async function receive(deps: WebhookRouteDeps, req: Request, res: Response): Promise<void> {
+  const { config, metrics } = deps;
+  const body = await readRawBody(req, config.maxBodyBytes);
+  const verified = verifySignature({
+    header: req.headers['x-service-signature'] as string | undefined,
+    body,
+    secrets: config.webhookSecrets,
+    toleranceSeconds: config.signatureToleranceSeconds,
+    now: Math.floor(Date.now() / 1000),
+  });
+  if (!verified.ok) {
+    metrics.signatureFailures.inc({ reason: verified.reason });
+    throw new SignatureError(verified.reason, verified.detail);
+  }
+
+  const parsed = parseEvent(body);
+  if (!parsed.known) {
+    // Acknowledged so the sender stops retrying an event we will never handle; counted and
+    // logged so a new provider event is noticed.
+    deps.logger.warn({ event: parsed.event, id: parsed.id }, 'ignored unknown event');
+    metrics.deliveries.inc({ outcome: 'ignored', event: '' });
+    res.status(200).json({ received: true, ignored: true });
+    return;
+  }
+
+  const { event } = parsed;
+  if (!deps.isRedisReady()) {
+    throw new ServiceUnavailableError('storage unavailable; retry later', RETRY_AFTER_SECONDS);
+  }
+  const stopTimer = metrics.enqueueSeconds.startTimer();
+  const result = await enqueueDelivery(deps.queue, event, config.dedupeTtlSeconds).catch(
+    (cause: unknown) => {
+      throw new ServiceUnavailableError(
+        'could not store the delivery; retry later',
+        RETRY_AFTER_SECONDS,
+        cause,
+      );
+    },
+  );
+  stopTimer();
+  metrics.deliveries.inc({
+    outcome: result.duplicate ? 'duplicate' : 'accepted',
+    event: event.event,
+  });
+  req.log.info(
+    { event: event.event, id: event.data.id, jobId: result.jobId, duplicate: result.duplicate },
+    result.duplicate ? 'duplicate delivery' : 'delivery enqueued',
+  );
+  res.status(result.duplicate ? 200 : 202).json({ received: true, duplicate: result.duplicate });
+}

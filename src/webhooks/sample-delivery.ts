@@ -1,0 +1,31 @@
+import { randomUUID } from 'node:crypto';
+
+export interface SampleOptions {
+  readonly id?: string;
+  /** Fields merged over the sample's `data`. */
+  readonly data?: Readonly<Record<string, unknown>>;
+  /** Origin of the sample `audio_url`; the path is `/<id>.mp3`. */
+  readonly cdnOrigin?: string;
+}
+
+/**
+ * A delivery body as the provider sends it (spec §2), for the CLI's `send`, the tests and the
+ * benchmark. Events other than `audio.ready` get only `data.id`: the spec shows nothing more.
+ */
+export function sampleDelivery(
+  event: string,
+  options: SampleOptions = {},
+): Record<string, unknown> {
+  const id = options.id ?? randomUUID();
+  const base =
+    event === 'audio.ready'
+      ? {
+          id,
+          kind: 'tts',
+          audio_url: `${options.cdnOrigin ?? 'https://cdn.example.com'}/${encodeURIComponent(id)}.mp3`,
+          voice: 'alloy',
+          created_at: new Date().toISOString(),
+        }
+      : { id };
+  return { event, data: { ...base, ...options.data } };
+}

@@ -1,0 +1,39 @@
+import { execFileSync } from 'node:child_process';
+import { Redis } from 'ioredis';
+import { HOW_TO_PROVIDE_REDIS, startPrivateRedis, type PrivateRedis } from './private-redis';
+
+declare global {
+  var privateRedis: PrivateRedis | undefined;
+}
+
+/**
+ * Once per `npm test`: build dist/ (the shutdown and crash tests run the real `node dist/main.js`),
+ * then use REDIS_URL when set, else start a private redis-server. Workers inherit process.env.
+ */
+export default async function globalSetup(): Promise<void> {
+  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
+    stdio: 'inherit',
+  });
+  const given = process.env.REDIS_URL;
+  if (given) {
+    const redis = new Redis(given, {
+      lazyConnect: true,
+      connectTimeout: 2000,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    try {
+      await redis.connect();
+      await redis.ping();
+    } catch (error: unknown) {
+      throw new Error(`REDIS_URL=${given} does not answer; ${HOW_TO_PROVIDE_REDIS}`, {
+        cause: error,
+      });
+    } finally {
+      redis.disconnect();
+    }
+    return;
+  }
+  globalThis.privateRedis = await startPrivateRedis();
+  process.env.REDIS_URL = globalThis.privateRedis.url;
+}

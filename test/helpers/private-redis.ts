@@ -1,0 +1,97 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const HOW_TO_PROVIDE_REDIS =
+  'the tests need Redis: set REDIS_URL=redis://host:port, or put redis-server on PATH ' +
+  '(Debian/Ubuntu: apt-get install redis-server) so the tests can start a private one';
+
+export interface PrivateRedis {
+  readonly url: string;
+  readonly port: number;
+  /** Stops the server and waits for it to exit; everything it held is gone (no persistence). */
+  stop(): Promise<void>;
+  /** Starts it again on the same port. */
+  start(): Promise<void>;
+  /** SIGSTOP / SIGCONT: a server that keeps its connections but answers nothing. */
+  freeze(): void;
+  thaw(): void;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => {
+        if (typeof address === 'object' && address) resolve(address.port);
+        else reject(new Error('no port'));
+      });
+    });
+  });
+}
+
+function launch(port: number, dir: string): Promise<ChildProcess> {
+  return new Promise((resolve, reject) => {
+    const args = [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+    ];
+    const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('Ready to accept connections')) {
+        child.stdout.off('data', onData);
+        child.stdout.resume();
+        resolve(child);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      reject(error.code === 'ENOENT' ? new Error(HOW_TO_PROVIDE_REDIS, { cause: error }) : error);
+    });
+    child.once('exit', (code) => {
+      reject(new Error(`redis-server exited with ${code}: ${output}`));
+    });
+  });
+}
+
+/** A redis-server of the test's own on a free loopback port: safe to stop on purpose. */
+export async function startPrivateRedis(): Promise<PrivateRedis> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'aw-redis-'));
+  let child: ChildProcess | undefined = await launch(port, dir);
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    async stop() {
+      const running = child;
+      child = undefined;
+      if (!running || running.exitCode !== null) return;
+      running.removeAllListeners('exit');
+      await new Promise<void>((resolve) => {
+        running.once('exit', () => {
+          resolve();
+        });
+        running.kill('SIGKILL');
+      });
+    },
+    async start() {
+      child ??= await launch(port, dir);
+    },
+    freeze: () => child?.kill('SIGSTOP'),
+    thaw: () => child?.kill('SIGCONT'),
+  };
+}

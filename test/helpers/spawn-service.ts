@@ -1,0 +1,64 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+
+export interface ServiceProcess {
+  readonly child: ChildProcess;
+  /** Every JSON log line so far. */
+  readonly logs: Record<string, unknown>[];
+  /** Resolves with the first log line (past or future) whose msg matches. */
+  waitForLog(msg: string | RegExp): Promise<Record<string, unknown>>;
+  /** Resolves with the exit code. */
+  readonly exited: Promise<number | null>;
+}
+
+const MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
+
+/** Runs the built service (`node dist/main.js`, as `npm start` does) with the given environment. */
+export function spawnService(env: Record<string, string>): ServiceProcess {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Record<string, unknown>[] = [];
+  const waiters: { match: string | RegExp; resolve: (line: Record<string, unknown>) => void }[] =
+    [];
+  const matches = (line: Record<string, unknown>, match: string | RegExp) =>
+    typeof line.msg === 'string' &&
+    (typeof match === 'string' ? line.msg === match : match.test(line.msg));
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  createInterface({ input: child.stdout }).on('line', (text) => {
+    let line: Record<string, unknown>;
+    try {
+      line = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      line = { msg: text };
+    }
+    logs.push(line);
+    for (const waiter of waiters.filter((w) => matches(line, w.match))) {
+      waiters.splice(waiters.indexOf(waiter), 1);
+      waiter.resolve(line);
+    }
+  });
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      resolve(code);
+    }),
+  );
+  return {
+    child,
+    logs,
+    exited,
+    waitForLog(match) {
+      const seen = logs.find((line) => matches(line, match));
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        waiters.push({ match, resolve });
+        void exited.then((code) => {
+          reject(new Error(`service exited (${code}) before "${String(match)}": ${stderr}`));
+        });
+      });
+    },
+  };
+}

@@ -1,0 +1,259 @@
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import request from 'supertest';
+import { createApp } from '../../src/app';
+import { createLogger } from '../../src/logger';
+import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { signPayload } from '../../src/webhooks/sign-payload';
+import {
+  createTestReceiver,
+  signed,
+  TEST_SECRET,
+  type TestReceiver,
+} from '../helpers/test-receiver';
+
+let logLines: string[];
+let receiver: TestReceiver;
+
+beforeEach(async () => {
+  logLines = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logLines.push(chunk.toString());
+      done();
+    },
+  });
+  receiver = await createTestReceiver(
+    { MAX_BODY_BYTES: '2048' },
+    { logger: createLogger('debug', sink) },
+  );
+});
+afterEach(() => receiver.close());
+
+function post(body: unknown, options: { secret?: string; timestamp?: number } = {}) {
+  const { raw, headers } = signed(body, options);
+  return request(receiver.app).post('/webhooks').set(headers).send(raw);
+}
+
+async function jobs() {
+  return receiver.queue.getJobs(['waiting', 'active', 'delayed', 'completed', 'failed']);
+}
+
+describe('POST /webhooks', () => {
+  it('202: stores a new verified delivery as a job before answering', async () => {
+    const delivery = sampleDelivery('audio.ready', { id: 'item-1' });
+    const res = await post(delivery).expect(202);
+    expect(res.body).toEqual({ received: true, duplicate: false });
+    const stored = await jobs();
+    expect(stored).toHaveLength(1);
+    expect(stored[0]?.name).toBe('audio.ready');
+    expect(stored[0]?.data).toEqual({ event: delivery, receivedAt: expect.any(String) });
+  });
+
+  it('200 duplicate: the same event + data.id again, even re-signed later', async () => {
+    const delivery = sampleDelivery('audio.failed', { id: 'job-9' });
+    await post(delivery).expect(202);
+    const later = Math.floor(Date.now() / 1000) + 60;
+    const res = await post(delivery, { timestamp: later }).expect(200);
+    expect(res.body).toEqual({ received: true, duplicate: true });
+    expect(await jobs()).toHaveLength(1);
+  });
+
+  it('keeps the same data.id of different events apart', async () => {
+    await post(sampleDelivery('audio.ready', { id: 'same' })).expect(202);
+    await post(sampleDelivery('audio.failed', { id: 'same' })).expect(202);
+    expect(await jobs()).toHaveLength(2);
+  });
+
+  it('200 ignored: an unknown event is acknowledged, counted and not queued', async () => {
+    const res = await post({ event: 'voice.created', data: { id: 'v1' } }).expect(200);
+    expect(res.body).toEqual({ received: true, ignored: true });
+    expect(await jobs()).toHaveLength(0);
+    expect(
+      await receiver.metrics.registry.getSingleMetricAsString('webhook_deliveries_total'),
+    ).toMatch(/outcome="ignored"[^\n]* 1/);
+  });
+
+  it('accepts a charset parameter on the content type', async () => {
+    const { raw, headers } = signed(sampleDelivery('key.revoked'));
+    await request(receiver.app)
+      .post('/webhooks')
+      .set({ ...headers, 'content-type': 'Application/JSON; charset=utf-8' })
+      .send(raw)
+      .expect(202);
+  });
+
+  describe('401', () => {
+    const delivery = sampleDelivery('key.revoked', { id: 'key-1' });
+    const raw = JSON.stringify(delivery);
+    const at = (offset: number) => ({ timestamp: Math.floor(Date.now() / 1000) + offset });
+
+    it.each([
+      ['missing', () => undefined, /missing X-Service-Signature/, 'missing'],
+      ['malformed', () => 't=abc,v1=zz', /malformed/, 'malformed'],
+      [
+        'signed with another secret',
+        () => signPayload(raw, 'other'),
+        /no signature matched/,
+        'mismatch',
+      ],
+      ['too old', () => signPayload(raw, TEST_SECRET, at(-330)), /outside tolerance/, 'timestamp'],
+      [
+        'from the future',
+        () => signPayload(raw, TEST_SECRET, at(330)),
+        /outside tolerance/,
+        'timestamp',
+      ],
+    ])('%s signature', async (_name, makeSignature, detail, reason) => {
+      const signature = makeSignature();
+      const req = request(receiver.app).post('/webhooks').set('content-type', 'application/json');
+      if (signature !== undefined) req.set('x-service-signature', signature);
+      const res = await req.send(raw).expect(401);
+      expect(res.body).toEqual({ detail: expect.stringMatching(detail) });
+      expect(await jobs()).toHaveLength(0);
+      expect(
+        await receiver.metrics.registry.getSingleMetricAsString('webhook_signature_failures_total'),
+      ).toContain(`reason="${reason}"} 1`);
+    });
+
+    it('a tampered body', async () => {
+      const { headers } = signed(delivery);
+      await request(receiver.app)
+        .post('/webhooks')
+        .set(headers)
+        .send(raw.replace('key-1', 'key-2'))
+        .expect(401);
+    });
+
+    it('accepts a secret being rotated in', async () => {
+      const rotating = await createTestReceiver({ WEBHOOK_SECRETS: `new-secret,${TEST_SECRET}` });
+      try {
+        for (const secret of ['new-secret', TEST_SECRET]) {
+          const { raw: body, headers } = signed(sampleDelivery('key.revoked'), { secret });
+          await request(rotating.app).post('/webhooks').set(headers).send(body).expect(202);
+        }
+      } finally {
+        await rotating.close();
+      }
+    });
+  });
+
+  it.each([
+    ['not JSON', 'not json', /not valid UTF-8 JSON/],
+    ['no data.id', { event: 'audio.ready', data: {} }, /data.id/],
+    [
+      'an http audio_url',
+      sampleDelivery('audio.ready', { data: { audio_url: 'http://x.example/a.mp3' } }),
+      /audio_url/,
+    ],
+  ])('400: verified, but %s', async (_name, body, detail) => {
+    const res = await post(body).expect(400);
+    expect(res.body).toEqual({ detail: expect.stringMatching(detail) });
+    expect(await jobs()).toHaveLength(0);
+  });
+
+  it.each([['text/plain'], ['application/x-www-form-urlencoded'], ['application/jsonp']])(
+    '415: Content-Type %s',
+    async (type) => {
+      const { raw, headers } = signed(sampleDelivery('key.revoked'));
+      const res = await request(receiver.app)
+        .post('/webhooks')
+        .set({ ...headers, 'content-type': type })
+        .send(raw)
+        .expect(415);
+      expect(res.body).toEqual({ detail: 'Content-Type must be application/json' });
+    },
+  );
+
+  it('415: no Content-Type at all', async () => {
+    await request(receiver.app).post('/webhooks').send(Buffer.from('{}')).expect(415);
+  });
+
+  it('413: body over MAX_BODY_BYTES, declared or streamed', async () => {
+    const big = sampleDelivery('audio.failed', { data: { note: 'x'.repeat(4096) } });
+    const res = await post(big).expect(413);
+    expect(res.body).toEqual({ detail: 'body larger than 2048 bytes' });
+
+    // No Content-Length: the limit must hold while streaming, too.
+    const { raw, headers } = signed(big);
+    const server = receiver.app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      const req = http.request({
+        port,
+        host: '127.0.0.1',
+        method: 'POST',
+        path: '/webhooks',
+        headers,
+      });
+      for (let i = 0; i < raw.length; i += 512) req.write(raw.slice(i, i + 512));
+      req.end();
+      const [response] = (await once(req, 'response')) as [http.IncomingMessage];
+      expect(response.statusCode).toBe(413);
+      response.resume();
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+    expect(await jobs()).toHaveLength(0);
+  });
+
+  it.each([['get'], ['put'], ['delete'], ['patch']] as const)(
+    '405: %s with Allow: POST',
+    async (method) => {
+      const res = await request(receiver.app)[method]('/webhooks').expect(405);
+      expect(res.headers.allow).toBe('POST');
+      expect(res.body).toEqual({ detail: expect.any(String) });
+    },
+  );
+
+  it('never logs the signature', async () => {
+    const { raw, headers } = signed(sampleDelivery('key.revoked'));
+    await request(receiver.app).post('/webhooks').set(headers).send(raw).expect(202);
+    await request(receiver.app)
+      .post('/webhooks')
+      .set(headers)
+      .set('content-type', 'text/plain')
+      .send(raw);
+    const digest = headers['x-service-signature'].split('v1=')[1] ?? 'unset';
+    expect(logLines.join('')).toContain('delivery enqueued');
+    expect(logLines.join('')).not.toContain(digest);
+    expect(logLines.join('')).not.toContain(TEST_SECRET);
+  });
+});
+
+describe('other routes', () => {
+  it('GET /healthz and /readyz answer 200 with Redis up', async () => {
+    await request(receiver.app).get('/healthz').expect(200, { status: 'ok' });
+    await request(receiver.app).get('/readyz').expect(200, { status: 'ready' });
+  });
+
+  it('GET /readyz answers 503 once shutdown began', async () => {
+    const app = createApp({
+      ...receiver,
+      logger: createLogger('silent'),
+      isShuttingDown: () => true,
+    });
+    await request(app).get('/readyz').expect(503, { detail: 'shutting down' });
+  });
+
+  it('GET /metrics is Prometheus text with the delivery metrics', async () => {
+    await post(sampleDelivery('key.revoked')).expect(202);
+    const res = await request(receiver.app).get('/metrics').expect(200);
+    expect(res.headers['content-type']).toMatch(/^text\/plain/);
+    expect(res.text).toMatch(
+      /webhook_deliveries_total\{outcome="accepted",event="key.revoked"\} 1/,
+    );
+    expect(res.text).toMatch(/webhook_enqueue_duration_seconds_count 1/);
+    expect(res.text).toMatch(/webhook_queue_jobs\{state="waiting"\} 1/);
+  });
+
+  it('unknown paths get a JSON 404; helmet headers are on; x-powered-by is off', async () => {
+    const res = await request(receiver.app).get('/nope').expect(404, { detail: 'not found' });
+    expect(res.headers['x-powered-by']).toBeUndefined();
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+  });
+});

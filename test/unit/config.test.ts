@@ -1,0 +1,98 @@
+import { ConfigError, loadConfig, SENDER_RETRY_WINDOW_SECONDS } from '../../src/config';
+
+function problems(env: Record<string, string>): readonly string[] {
+  try {
+    loadConfig(env);
+  } catch (error: unknown) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    expect(loadConfig({ WEBHOOK_SECRETS: 's1' })).toEqual({
+      webhookSecrets: ['s1'],
+      port: 3000,
+      host: '0.0.0.0',
+      webhookPath: '/webhooks',
+      signatureToleranceSeconds: 300,
+      maxBodyBytes: 1_048_576,
+      redisUrl: 'redis://127.0.0.1:6379',
+      queuePrefix: 'audio-webhooks',
+      dedupeTtlSeconds: 259_200,
+      role: 'all',
+      audioDir: './data/audio',
+      cdnOrigins: [],
+      downloadAllowPrivateIps: false,
+      downloadMaxBytes: 104_857_600,
+      downloadTimeoutMs: 60_000,
+      downloadAttempts: 8,
+      downloadBackoffMs: 2_000,
+      workerConcurrency: 8,
+      shutdownTimeoutMs: 25_000,
+      logLevel: 'info',
+      trustProxy: 'loopback',
+    });
+  });
+
+  it('returns a frozen object', () => {
+    expect(Object.isFrozen(loadConfig({ WEBHOOK_SECRETS: 's1' }))).toBe(true);
+  });
+
+  it('splits secrets and CDN origins, normalising origins', () => {
+    const config = loadConfig({
+      WEBHOOK_SECRETS: 'new, old',
+      CDN_URL: 'https://CDN.example.com:443, https://127.0.0.1:8443/',
+      TRUST_PROXY: '2',
+    });
+    expect(config.webhookSecrets).toEqual(['new', 'old']);
+    expect(config.cdnOrigins).toEqual(['https://cdn.example.com', 'https://127.0.0.1:8443']);
+    expect(config.trustProxy).toBe(2);
+  });
+
+  it('reports every bad variable at once', () => {
+    expect(
+      problems({
+        PORT: '70000',
+        SIGNATURE_TOLERANCE_SECONDS: '5m',
+        ROLE: 'both',
+        CDN_URL: 'http://cdn.example.com',
+        DOWNLOAD_ALLOW_PRIVATE_IPS: 'yes',
+        REDIS_URL: 'localhost:6379',
+        TRUST_PROXY: '300.1.1.1',
+      }),
+    ).toEqual([
+      'WEBHOOK_SECRETS is required',
+      expect.stringMatching(/^PORT must be between 0 and 65535/),
+      expect.stringMatching(/^SIGNATURE_TOLERANCE_SECONDS must be a whole number/),
+      expect.stringMatching(/^REDIS_URL must start with redis:\/\//),
+      expect.stringMatching(/^ROLE /),
+      expect.stringMatching(/^CDN_URL "http:\/\/cdn.example.com" is not an origin/),
+      expect.stringMatching(/^DOWNLOAD_ALLOW_PRIVATE_IPS /),
+      expect.stringMatching(/^TRUST_PROXY "300.1.1.1" is not valid/),
+    ]);
+  });
+
+  it('refuses an empty secret in the list', () => {
+    expect(problems({ WEBHOOK_SECRETS: 'a,,b' })).toEqual([
+      'WEBHOOK_SECRETS must not contain an empty secret',
+    ]);
+  });
+
+  it('refuses a dedupe window shorter than the sender retry window', () => {
+    expect(
+      problems({ WEBHOOK_SECRETS: 's', DEDUPE_TTL_SECONDS: String(SENDER_RETRY_WINDOW_SECONDS) }),
+    ).toEqual([
+      "DEDUPE_TTL_SECONDS must exceed the sender's retry window of 30930 s (8 h 35 min 30 s)",
+    ]);
+    expect(loadConfig({ WEBHOOK_SECRETS: 's', DEDUPE_TTL_SECONDS: '30931' }).dedupeTtlSeconds).toBe(
+      30931,
+    );
+  });
+
+  it('treats an empty variable as unset', () => {
+    expect(loadConfig({ WEBHOOK_SECRETS: 's', PORT: '' }).port).toBe(3000);
+  });
+});
