@@ -34,6 +34,8 @@ export interface Config {
   /** First retry delay of a download job; doubles each attempt, with jitter. */
   readonly downloadBackoffMs: number;
   readonly workerConcurrency: number;
+  /** A job's lock; a crashed worker's job is taken over by another after about this long. */
+  readonly workerLockMs: number;
   readonly shutdownTimeoutMs: number;
   readonly logLevel: string;
   readonly trustProxy: boolean | number | string;
@@ -122,6 +124,7 @@ const schema = z.object({
   DOWNLOAD_ATTEMPTS: int(1, 100).default(8),
   DOWNLOAD_BACKOFF_MS: int(1).default(2_000),
   WORKER_CONCURRENCY: int(1, 1000).default(8),
+  WORKER_LOCK_MS: int(1000).default(30_000),
   SHUTDOWN_TIMEOUT_MS: int(0).default(25_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TRUST_PROXY: trustProxy.default('loopback'),
@@ -168,6 +171,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     downloadAttempts: e.DOWNLOAD_ATTEMPTS,
     downloadBackoffMs: e.DOWNLOAD_BACKOFF_MS,
     workerConcurrency: e.WORKER_CONCURRENCY,
+    workerLockMs: e.WORKER_LOCK_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     logLevel: e.LOG_LEVEL,
     trustProxy: e.TRUST_PROXY,

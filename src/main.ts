@@ -7,6 +7,7 @@ import { createDeliveryQueue } from './queue/delivery-queue.js';
 import { createWebRedis } from './queue/redis-connections.js';
 import { watchRedis } from './queue/watch-redis.js';
 import { shutdown, type ShutdownStep } from './shutdown.js';
+import { startWorkers } from './workers/start-workers.js';
 import type { Logger } from 'pino';
 
 /**
@@ -27,6 +28,11 @@ async function main(): Promise<void> {
   let shuttingDown = false;
 
   if (config.role !== 'worker') steps.push(...(await startWeb(config, logger, () => shuttingDown)));
+  if (config.role !== 'web') {
+    const workers = await startWorkers(config, logger);
+    // After the HTTP step: deliveries still arriving are stored; then active jobs finish.
+    steps.splice(1, 0, { name: 'workers', run: () => workers.close() });
+  }
 
   const onSignal = (signal: NodeJS.Signals) => {
     if (shuttingDown) return;

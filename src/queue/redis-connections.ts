@@ -1,4 +1,5 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import type { RedisOptions } from 'bullmq';
+import { Redis } from 'ioredis';
 
 /**
  * The web process's connection: it fails fast. With no offline queue and one retry, a request
@@ -22,6 +23,6 @@ export function createWebRedis(url: string): Redis {
  * Options for connections that BullMQ workers and the CLI own. Workers block on Redis and must
  * wait out an outage rather than fail (BullMQ requires `maxRetriesPerRequest: null`).
  */
-export function workerRedisOptions(url: string): RedisOptions & { url: string } {
+export function workerRedisOptions(url: string): RedisOptions {
   return { url, maxRetriesPerRequest: null };
 }

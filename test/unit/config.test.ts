@@ -31,6 +31,7 @@ describe('loadConfig', () => {
       downloadAttempts: 8,
       downloadBackoffMs: 2_000,
       workerConcurrency: 8,
+      workerLockMs: 30_000,
       shutdownTimeoutMs: 25_000,
       logLevel: 'info',
       trustProxy: 'loopback',

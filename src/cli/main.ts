@@ -1,0 +1,183 @@
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { ConfigError, loadConfig, type Config } from '../config.js';
+import { createDeliveryQueue } from '../queue/delivery-queue.js';
+import { createFailureLog } from '../records/failure-log.js';
+import { createRevocationRegistry } from '../records/revocation-registry.js';
+import { describeError, OperationalError, UsageError } from './cli-errors.js';
+import { printRows, redactUrl, type Output } from './print.js';
+import { listFailed, retryFailed } from './queue-commands.js';
+import { send } from './send.js';
+
+export const USAGE = `usage: audio-webhooks <command> [options]   (configured by the service's environment variables)
+
+  send <event> [--url U] [--secret S] [--id ID] [--data JSON]
+                          sign a sample delivery as the provider does and POST it
+  failed [--json]         failed jobs: id, event, data.id, reason, attempts
+  retry <jobId> | --all   put failed jobs back on the queue
+  revoked-keys [--json]   the revocation registry
+  failures [--json]       recorded audio.failed events
+`;
+
+const OPTIONS = {
+  json: { type: 'boolean' },
+  all: { type: 'boolean' },
+  url: { type: 'string' },
+  secret: { type: 'string' },
+  id: { type: 'string' },
+  data: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Which options each command takes; anything else is a usage error. */
+const ACCEPTS: Readonly<Record<string, readonly string[]>> = {
+  send: ['url', 'secret', 'id', 'data'],
+  failed: ['json'],
+  retry: ['all'],
+  'revoked-keys': ['json'],
+  failures: ['json'],
+};
+
+/** Runs one command; returns the exit code. Standard output only carries the command's answer. */
+export async function runCli(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  output: Output,
+  errors: Output,
+): Promise<number> {
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv],
+      options: OPTIONS,
+      allowPositionals: true,
+      strict: true,
+    });
+    const [command, ...rest] = positionals;
+    if (values.help === true) {
+      output.out(USAGE);
+      return 0;
+    }
+    const accepted = command === undefined ? undefined : ACCEPTS[command];
+    if (command === undefined || accepted === undefined)
+      throw new UsageError(command ? `unknown command ${command}` : 'no command');
+    const extra = Object.keys(values).filter((key) => !accepted.includes(key));
+    if (extra.length > 0) throw new UsageError(`${command} does not take --${extra.join(', --')}`);
+
+    // The CLI reads the service's configuration; only `send` needs a secret, and takes --secret.
+    const config = loadConfig({
+      ...env,
+      WEBHOOK_SECRETS: env.WEBHOOK_SECRETS || 'not-needed-by-the-cli',
+    });
+    if (command === 'send') {
+      if (rest.length !== 1 || rest[0] === undefined)
+        throw new UsageError('send takes exactly one event name');
+      const secret = values.secret ?? (env.WEBHOOK_SECRETS ? config.webhookSecrets[0] : undefined);
+      return await send(
+        { event: rest[0], url: values.url, secret, id: values.id, data: values.data },
+        config,
+        output,
+      );
+    }
+    if (command === 'retry' && (rest.length === 1) === (values.all === true)) {
+      throw new UsageError('retry takes a job id or --all');
+    }
+    if (command !== 'retry' && rest.length > 0)
+      throw new UsageError(`${command} takes no arguments`);
+    return await withRedis(config, (redis) =>
+      runRedisCommand(command, rest[0], values.json === true, config, redis, output),
+    );
+  } catch (error: unknown) {
+    if (error instanceof UsageError || isParseArgsError(error)) {
+      errors.out(`audio-webhooks: ${error.message}\n\n${USAGE}`);
+      return 2;
+    }
+    if (error instanceof ConfigError) {
+      errors.out(`audio-webhooks: ${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof OperationalError) {
+      errors.out(`audio-webhooks: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+/** node:util parseArgs rejects unknown options with ERR_PARSE_ARGS_* codes. */
+function isParseArgsError(error: unknown): error is Error {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS');
+}
+
+async function runRedisCommand(
+  command: string,
+  jobId: string | undefined,
+  json: boolean,
+  config: Config,
+  redis: Redis,
+  output: Output,
+): Promise<number> {
+  const prefix = config.queuePrefix;
+  if (command === 'revoked-keys') {
+    const keys = await createRevocationRegistry(redis, prefix).listRevokedKeys();
+    printRows(
+      output,
+      keys.map((k) => ({ id: k.id, revoked_at: k.revoked_at, payload: JSON.stringify(k.payload) })),
+      ['id', 'revoked_at', 'payload'],
+      json,
+    );
+    return 0;
+  }
+  if (command === 'failures') {
+    const failures = await createFailureLog(redis, prefix).list();
+    printRows(
+      output,
+      failures.map((f) => ({
+        id: f.id,
+        received_at: f.received_at,
+        payload: JSON.stringify(f.payload),
+      })),
+      ['id', 'received_at', 'payload'],
+      json,
+    );
+    return 0;
+  }
+  const queue = createDeliveryQueue({
+    connection: redis,
+    prefix,
+    attempts: config.downloadAttempts,
+    backoffMs: config.downloadBackoffMs,
+  });
+  try {
+    return command === 'failed'
+      ? await listFailed(queue, json, output)
+      : await retryFailed(queue, jobId, output);
+  } finally {
+    await queue.close();
+  }
+}
+
+/** One connection that gives up at once: an unreachable Redis is one clear line, not a hang. */
+async function withRedis<T>(config: Config, work: (redis: Redis) => Promise<T>): Promise<T> {
+  const redis = new Redis(config.redisUrl, {
+    lazyConnect: true,
+    connectTimeout: 3000,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => null,
+  });
+  // ioredis reports the cause (ECONNREFUSED, ENOTFOUND) as an event, then rejects vaguely.
+  let cause: unknown;
+  redis.on('error', (error: unknown) => (cause ??= error));
+  try {
+    await redis.connect();
+  } catch (error: unknown) {
+    redis.disconnect();
+    const reason = describeError(cause ?? error);
+    throw new OperationalError(`cannot reach Redis at ${redactUrl(config.redisUrl)}: ${reason}`);
+  }
+  try {
+    return await work(redis);
+  } finally {
+    await redis.quit().catch(() => undefined);
+  }
+}

@@ -1,0 +1,43 @@
+export type Row = Readonly<Record<string, string | number | null | undefined>>;
+
+export interface Output {
+  out(text: string): void;
+}
+
+/** `--json`: one JSON array on stdout and nothing else. Otherwise an aligned table. */
+export function printRows(
+  output: Output,
+  rows: readonly Row[],
+  columns: readonly string[],
+  json: boolean,
+): void {
+  if (json) {
+    output.out(`${JSON.stringify(rows)}\n`);
+    return;
+  }
+  if (rows.length === 0) {
+    output.out('(none)\n');
+    return;
+  }
+  const cell = (row: Row, column: string) => String(row[column] ?? '');
+  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r, c).length)));
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
+  output.out(
+    `${[line([...columns]), ...rows.map((r) => line(columns.map((c) => cell(r, c))))].join('\n')}\n`,
+  );
+}
+
+/** A Redis URL fit for an error message: the password never is. */
+export function redactUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    if (url.password) url.password = '***';
+    return url.href;
+  } catch {
+    return '(unparseable URL)';
+  }
+}

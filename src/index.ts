@@ -1,0 +1,26 @@
+/**
+ * What application code imports from this package. The service itself starts from main.ts.
+ *
+ *   import { createRevocationRegistry } from 'audio-webhooks';
+ *   const keys = createRevocationRegistry(redis, process.env.QUEUE_PREFIX ?? 'audio-webhooks');
+ *   if (await keys.isKeyRevoked(apiKeyId)) throw new Error('API key revoked');
+ */
+export { createApp, type AppDeps } from './app.js';
+export { loadConfig, ConfigError, type Config } from './config.js';
+export {
+  createRevocationRegistry,
+  type RevocationRegistry,
+  type RevokedKey,
+} from './records/revocation-registry.js';
+export { createFailureLog, type FailureLog, type RecordedFailure } from './records/failure-log.js';
+export { signPayload } from './webhooks/sign-payload.js';
+export { verifySignature, type VerifyResult } from './webhooks/verify-signature.js';
+export type {
+  WebhookEvent,
+  AudioReadyEvent,
+  AudioFailedEvent,
+  KeyRevokedEvent,
+} from './webhooks/events.js';
+export { startWorkers, type WorkerOptions } from './workers/start-workers.js';
+export type { Hooks, HookContext } from './workers/hooks.js';
+export type { AudioStore, AudioMetadata } from './storage/audio-store.js';

@@ -1,0 +1,34 @@
+/** What the worker writes next to each audio file, as `<stem>.json`. */
+export interface AudioMetadata {
+  readonly id: string;
+  readonly event: string;
+  readonly kind: string;
+  readonly voice: string;
+  readonly created_at: string;
+  readonly audio_url: string;
+  /** Where the bytes came from after redirects. */
+  readonly final_url: string;
+  /** The audio file's name inside AUDIO_DIR. */
+  readonly file: string;
+  readonly bytes: number;
+  readonly sha256: string;
+  readonly content_type: string;
+  readonly downloaded_at: string;
+  readonly received_at: string;
+  readonly job_id: string;
+}
+
+/**
+ * Where audio lands. Every write is atomic: no partial file ever carries its final name. To keep
+ * audio elsewhere (S3, GCS), implement this interface and pass it to startWorkers.
+ */
+export interface AudioStore {
+  /** Streams `source` into `name`, atomically and durably; a failing source leaves nothing. */
+  write(name: string, source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<void>;
+  /** The parsed `<stem>.json`, or undefined when there is none. */
+  readMetadata(stem: string): Promise<AudioMetadata | undefined>;
+  /** True when `name` exists with exactly these bytes (size, then SHA-256). */
+  holds(name: string, bytes: number, sha256: string): Promise<boolean>;
+  /** Removes what a killed process left half written; returns the names removed. */
+  removeStaleTemps(): Promise<string[]>;
+}

@@ -1,0 +1,102 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { AudioMetadata, AudioStore } from './audio-store.js';
+
+/** Temp names say which host and process wrote them, so start-up removes only dead writers' files. */
+const HOST_TAG = createHash('sha256').update(hostname()).digest('hex').slice(0, 8);
+const TEMP = /^\.partial-([0-9a-f]{8})-(\d+)-[0-9a-f]+$/;
+/** A temp file from another host is only presumed dead after this long. */
+const FOREIGN_TEMP_MAX_AGE_MS = 24 * 3600 * 1000;
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error: unknown) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function fsyncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Audio on the local filesystem (a volume in Docker). Names come from fileStem, never from input. */
+export async function createLocalAudioStore(dir: string): Promise<AudioStore> {
+  await mkdir(dir, { recursive: true });
+  return {
+    async write(name, source) {
+      const temp = join(
+        dir,
+        `.partial-${HOST_TAG}-${process.pid}-${randomBytes(8).toString('hex')}`,
+      );
+      // 'wx': exclusive create, so two writers can never share a temp file.
+      const handle = await open(temp, 'wx', 0o644);
+      try {
+        // Written through the handle itself, which stays open for the fsync below.
+        await pipeline(source, async (chunks: AsyncIterable<Uint8Array>) => {
+          for await (const chunk of chunks) await handle.write(chunk);
+        });
+        await handle.sync();
+        await handle.close();
+        await rename(temp, join(dir, name));
+      } catch (error: unknown) {
+        await handle.close().catch(() => undefined);
+        await unlink(temp).catch(() => undefined);
+        throw error;
+      }
+      // The rename is durable only once the directory entry is.
+      await fsyncDirectory(dir);
+    },
+
+    async readMetadata(stem) {
+      try {
+        return JSON.parse(await readFile(join(dir, `${stem}.json`), 'utf8')) as AudioMetadata;
+      } catch (error: unknown) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+        throw error;
+      }
+    },
+
+    async holds(name, bytes, sha256) {
+      const path = join(dir, name);
+      const info = await stat(path).catch(() => undefined);
+      if (info?.size !== bytes) return false;
+      const hash = createHash('sha256');
+      await pipeline(createReadStream(path), hash);
+      return hash.digest('hex') === sha256;
+    },
+
+    async removeStaleTemps() {
+      const removed: string[] = [];
+      for (const name of await readdir(dir)) {
+        const match = TEMP.exec(name);
+        if (!match) continue;
+        const [, host, pid] = match;
+        const mine = host === HOST_TAG;
+        const stale = mine
+          ? Number(pid) === process.pid || !isAlive(Number(pid))
+          : Date.now() - (await stat(join(dir, name))).mtimeMs > FOREIGN_TEMP_MAX_AGE_MS;
+        if (stale) {
+          await unlink(join(dir, name)).catch(() => undefined);
+          removed.push(name);
+        }
+      }
+      return removed;
+    },
+  };
+}
+
+/** One buffer as a source, for writing small files (metadata) through the same atomic path. */
+export function bufferSource(data: string): Iterable<Uint8Array> {
+  return [Buffer.from(data, 'utf8')];
+}

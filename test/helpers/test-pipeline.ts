@@ -1,0 +1,92 @@
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Job } from 'bullmq';
+import request from 'supertest';
+import { runCli } from '../../src/cli/main';
+import { createLogger } from '../../src/logger';
+import type { DeliveryJobData } from '../../src/queue/delivery-queue';
+import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers';
+import { createTestReceiver, signed, TEST_SECRET, type TestReceiver } from './test-receiver';
+
+export type Settled = { state: 'completed'; result: unknown } | { state: 'failed'; reason: string };
+
+export interface TestPipeline {
+  readonly receiver: TestReceiver;
+  readonly workers: RunningWorkers;
+  readonly audioDir: string;
+  /** POSTs a signed delivery over HTTP, as the provider would. */
+  post(body: unknown): request.Test;
+  /** Resolves when the job for this data.id completes or fails for good. */
+  settled(dataId: string): Promise<Settled>;
+  /** Runs the operator CLI in-process with this pipeline's environment. */
+  cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+  files(): string[];
+  close(): Promise<void>;
+}
+
+/** Receiver and workers as ROLE=all runs them, on the test Redis, with their own AUDIO_DIR. */
+export async function startTestPipeline(
+  env: Record<string, string>,
+  ca?: string,
+): Promise<TestPipeline> {
+  const audioDir = mkdtempSync(join(tmpdir(), 'aw-audio-'));
+  const fullEnv = { AUDIO_DIR: audioDir, DOWNLOAD_BACKOFF_MS: '20', ...env };
+  const receiver = await createTestReceiver(fullEnv);
+  const workers = await startWorkers(
+    receiver.config,
+    createLogger('silent'),
+    ca === undefined ? {} : { ca },
+  );
+  const outcomes = new Map<string, Settled>();
+  const waiters = new Map<string, (s: Settled) => void>();
+  const settle = (job: Job<DeliveryJobData> | undefined, outcome: Settled) => {
+    const id = job?.data.event.data.id;
+    if (id === undefined) return;
+    outcomes.set(id, outcome);
+    waiters.get(id)?.(outcome);
+  };
+  workers.worker.on('completed', (job, result) => {
+    settle(job, { state: 'completed', result });
+  });
+  workers.worker.on('failed', (job, error) => {
+    if (job?.finishedOn) settle(job, { state: 'failed', reason: error.message });
+  });
+
+  return {
+    receiver,
+    workers,
+    audioDir,
+    post(body) {
+      const { raw, headers } = signed(body);
+      return request(receiver.app).post('/webhooks').set(headers).send(raw);
+    },
+    settled(dataId) {
+      const known = outcomes.get(dataId);
+      return known
+        ? Promise.resolve(known)
+        : new Promise((resolve) => waiters.set(dataId, resolve));
+    },
+    async cli(...args) {
+      let stdout = '';
+      let stderr = '';
+      const cliEnv = {
+        WEBHOOK_SECRETS: TEST_SECRET,
+        REDIS_URL: receiver.config.redisUrl,
+        QUEUE_PREFIX: receiver.config.queuePrefix,
+      };
+      const code = await runCli(
+        args,
+        cliEnv,
+        { out: (t) => (stdout += t) },
+        { out: (t) => (stderr += t) },
+      );
+      return { code, stdout, stderr };
+    },
+    files: () => readdirSync(audioDir).sort(),
+    async close() {
+      await workers.close();
+      await receiver.close();
+    },
+  };
+}

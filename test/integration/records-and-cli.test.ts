@@ -1,0 +1,170 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { runCli } from '../../src/cli/main';
+import { createRevocationRegistry } from '../../src/records/revocation-registry';
+import { createFailureLog } from '../../src/records/failure-log';
+import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
+
+let p: TestPipeline;
+beforeEach(async () => {
+  p = await startTestPipeline({});
+});
+afterEach(() => p.close());
+
+it('key.revoked lands in the revocation registry, read by isKeyRevoked and the CLI', async () => {
+  await p
+    .post(sampleDelivery('key.revoked', { id: 'key_123', data: { reason: 'leaked' } }))
+    .expect(202);
+  expect(await p.settled('key_123')).toEqual({ state: 'completed', result: { recorded: true } });
+
+  const registry = createRevocationRegistry(p.receiver.redis, p.receiver.config.queuePrefix);
+  expect(await registry.isKeyRevoked('key_123')).toBe(true);
+  expect(await registry.isKeyRevoked('key_456')).toBe(false);
+
+  const { code, stdout } = await p.cli('revoked-keys', '--json');
+  expect(code).toBe(0);
+  expect(JSON.parse(stdout)).toEqual([
+    {
+      id: 'key_123',
+      revoked_at: expect.any(String),
+      payload: JSON.stringify({ id: 'key_123', reason: 'leaked' }),
+    },
+  ]);
+  const table = await p.cli('revoked-keys');
+  expect(table.stdout).toMatch(/^id\s+revoked_at\s+payload\nkey_123 /);
+});
+
+it('audio.failed is recorded once, newest first, and listed by the CLI', async () => {
+  await p
+    .post(sampleDelivery('audio.failed', { id: 'job-1', data: { error: 'voice unavailable' } }))
+    .expect(202);
+  await p.settled('job-1');
+  await p.post(sampleDelivery('audio.failed', { id: 'job-2' })).expect(202);
+  await p.settled('job-2');
+  const { stdout } = await p.cli('failures', '--json');
+  expect((JSON.parse(stdout) as { id: string }[]).map((f) => f.id)).toEqual(['job-2', 'job-1']);
+});
+
+it('recording is idempotent and bounded', async () => {
+  const log = createFailureLog(p.receiver.redis, p.receiver.config.queuePrefix, 3);
+  const event = (id: string) => ({ event: 'audio.failed' as const, data: { id } });
+  expect(await log.record(event('a'), '2026-01-01T00:00:00Z')).toBe(true);
+  expect(await log.record(event('a'), '2026-01-01T00:00:09Z')).toBe(false);
+  for (const [i, id] of ['b', 'c', 'd'].entries())
+    await log.record(event(id), `2026-01-01T00:00:0${i + 1}Z`);
+  expect((await log.list()).map((f) => f.id)).toEqual(['d', 'c', 'b']);
+  expect(
+    await p.receiver.redis.hlen(`${p.receiver.config.queuePrefix}:audio-failures:records`),
+  ).toBe(3);
+});
+
+it('failed jobs are listed and put back by retry', async () => {
+  // No CDN_URL: every download is refused at once, so the job fails for good.
+  await p.post(sampleDelivery('audio.ready', { id: 'nowhere' })).expect(202);
+  expect(await p.settled('nowhere')).toEqual({
+    state: 'failed',
+    reason: expect.stringMatching(/not in CDN_URL/),
+  });
+  const listed = JSON.parse((await p.cli('failed', '--json')).stdout) as {
+    id: string;
+    attempts: number;
+  }[];
+  expect(listed).toEqual([expect.objectContaining({ data_id: 'nowhere', attempts: 1 })]);
+
+  // With the worker stopped, the retried job stays where retry put it.
+  await p.workers.worker.close();
+  const jobId = listed[0]!.id;
+  expect(await p.cli('retry', jobId)).toMatchObject({
+    code: 0,
+    stdout: `job ${jobId} put back on the queue\n`,
+  });
+  expect(await (await p.receiver.queue.getJob(jobId))!.getState()).toBe('waiting');
+  expect(await p.cli('retry', jobId)).toMatchObject({
+    code: 1,
+    stderr: `audio-webhooks: job ${jobId} is waiting, not failed\n`,
+  });
+  expect(await p.cli('retry', '--all')).toMatchObject({
+    code: 0,
+    stdout: '0 failed job(s) put back on the queue\n',
+  });
+});
+
+describe('send', () => {
+  let server: Server;
+  afterEach(
+    () =>
+      new Promise<void>((resolve) =>
+        server.close(() => {
+          resolve();
+        }),
+      ),
+  );
+
+  it('signs like the provider: the receiver accepts it, then calls it a duplicate', async () => {
+    server = p.receiver.app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`;
+    const first = await p.cli('send', 'key.revoked', '--url', url, '--id', 'k1');
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/HTTP 202\n\{"received":true,"duplicate":false\}/);
+    const second = await p.cli(
+      'send',
+      'key.revoked',
+      '--url',
+      url,
+      '--id',
+      'k1',
+      '--data',
+      '{"note":"x"}',
+    );
+    expect(second.stdout).toMatch(/HTTP 200\n\{"received":true,"duplicate":true\}/);
+    const forged = await p.cli('send', 'key.revoked', '--url', url, '--secret', 'wrong');
+    expect(forged.code).toBe(1);
+    expect(forged.stdout).toMatch(/HTTP 401/);
+  });
+
+  it('an unreachable URL is one line and exit 1', async () => {
+    server = p.receiver.app.listen(0, '127.0.0.1');
+    const { code, stdout, stderr } = await p.cli(
+      'send',
+      'audio.ready',
+      '--url',
+      'http://127.0.0.1:1/webhooks',
+    );
+    expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
+    expect(stderr).toMatch(/^audio-webhooks: cannot reach http:\/\/127.0.0.1:1\/webhooks: .+\n$/);
+  });
+});
+
+describe('CLI errors', () => {
+  it.each([
+    [[]],
+    [['bogus']],
+    [['failed', '--all']],
+    [['retry']],
+    [['retry', 'x', '--all']],
+    [['send']],
+    [['send', 'a', 'b']],
+    [['failures', '--nope']],
+    [['send', 'key.revoked', '--data', '[1]']],
+  ])('usage error for %j: exit 2 and the usage text', async (args) => {
+    const { code, stdout, stderr } = await p.cli(...args);
+    expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
+    expect(stderr).toMatch(/^audio-webhooks: .+\n(\n|$)/);
+  });
+
+  it('an unreachable Redis is one line and exit 1', async () => {
+    let stderr = '';
+    const code = await runCli(
+      ['failed'],
+      { REDIS_URL: 'redis://:hunter2@127.0.0.1:1' },
+      { out: () => undefined },
+      { out: (t) => (stderr += t) },
+    );
+    expect(code).toBe(1);
+    expect(stderr).toBe(
+      'audio-webhooks: cannot reach Redis at redis://:***@127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1\n',
+    );
+  });
+});

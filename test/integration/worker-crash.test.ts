@@ -1,0 +1,100 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { watch } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { spawnService } from '../helpers/spawn-service';
+import {
+  deleteKeys,
+  signed,
+  TEST_SECRET,
+  createTestReceiver,
+  type TestReceiver,
+} from '../helpers/test-receiver';
+import request from 'supertest';
+
+const prefix = `test-${randomUUID()}`;
+let cdn: LocalCdn;
+let receiver: TestReceiver;
+const redis = new Redis(process.env.REDIS_URL ?? '');
+
+beforeAll(async () => {
+  cdn = await startLocalCdn();
+  receiver = await createTestReceiver({ QUEUE_PREFIX: prefix });
+});
+afterAll(async () => {
+  await cdn.close();
+  await receiver.close();
+  await deleteKeys(redis, `${prefix}:*`);
+  redis.disconnect();
+});
+
+/** Resolves once a file matching `test` exists in `dir` (fs.watch: no polling). */
+async function fileAppears(dir: string, test: (name: string) => boolean): Promise<void> {
+  const stop = new AbortController();
+  const watcher = watch(dir, { signal: stop.signal });
+  try {
+    if (readdirSync(dir).some(test)) return;
+    for await (const { filename } of watcher) if (filename !== null && test(filename)) return;
+  } finally {
+    stop.abort();
+  }
+}
+
+it('a worker killed with SIGKILL mid-download: a new worker completes the job and the file is whole', async () => {
+  const audioDir = mkdtempSync(join(tmpdir(), 'aw-crash-'));
+  const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
+  writeFileSync(caFile, cdn.ca);
+  const bytes = randomBytes(2_000_000);
+  cdn.route('/big.mp3', (_req, res, hit) => {
+    res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': bytes.length });
+    if (hit === 1) {
+      // Half the file, then silence: the worker is certainly mid-download when it is killed.
+      res.write(bytes.subarray(0, 1_000_000));
+    } else {
+      res.end(bytes);
+    }
+  });
+  const env = {
+    WEBHOOK_SECRETS: TEST_SECRET,
+    REDIS_URL: process.env.REDIS_URL ?? '',
+    QUEUE_PREFIX: prefix,
+    ROLE: 'worker',
+    AUDIO_DIR: audioDir,
+    CDN_URL: cdn.origin,
+    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    NODE_EXTRA_CA_CERTS: caFile,
+    // A short lock so the dead worker's job is taken over within seconds, not 30.
+    WORKER_LOCK_MS: '1500',
+  };
+
+  const first = spawnService(env);
+  await first.waitForLog('workers started');
+  const { raw, headers } = signed(
+    sampleDelivery('audio.ready', { id: 'big', data: { audio_url: `${cdn.origin}/big.mp3` } }),
+  );
+  await request(receiver.app).post('/webhooks').set(headers).send(raw).expect(202);
+  await fileAppears(audioDir, (name) => name.startsWith('.partial-'));
+  first.child.kill('SIGKILL');
+  await first.exited;
+
+  const second = spawnService(env);
+  try {
+    const removed = await second.waitForLog('removed partial downloads left by a killed process');
+    expect(removed.removed).toHaveLength(1);
+    await second.waitForLog('audio downloaded');
+  } finally {
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  }
+  expect(readdirSync(audioDir).sort()).toEqual(['big.json', 'big.mp3']);
+  expect(readFileSync(join(audioDir, 'big.mp3')).equals(bytes)).toBe(true);
+  const metadata = JSON.parse(readFileSync(join(audioDir, 'big.json'), 'utf8')) as {
+    sha256: string;
+  };
+  expect(metadata.sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
+  expect(cdn.hits.get('/big.mp3')).toBe(2);
+});

@@ -1,0 +1,50 @@
+import { PermanentDownloadError, TransientDownloadError } from '../../src/download/download-errors';
+import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../../src/download/parse-retry-after';
+import { formatBytes } from '../../src/download/format-bytes';
+import { retryDelay } from '../../src/workers/retry-delay';
+
+describe('retryDelay', () => {
+  it('doubles per attempt, between half and all of the exponential step', () => {
+    expect([1, 2, 3, 8].map((n) => retryDelay(n, 2000, undefined, () => 0))).toEqual([
+      1000, 2000, 4000, 128_000,
+    ]);
+    expect([1, 2, 3, 8].map((n) => retryDelay(n, 2000, undefined, () => 1))).toEqual([
+      2000, 4000, 8000, 256_000,
+    ]);
+  });
+
+  it('waits at least as long as Retry-After asked', () => {
+    expect(retryDelay(1, 2000, new TransientDownloadError('429', 30_000), () => 0.5)).toBe(30_000);
+    expect(retryDelay(5, 2000, new TransientDownloadError('429', 1000), () => 0)).toBe(16_000);
+    expect(retryDelay(1, 2000, new PermanentDownloadError('x'), () => 0)).toBe(1000);
+  });
+});
+
+describe('parseRetryAfter', () => {
+  const now = Date.parse('2026-11-21T12:00:00Z');
+  it.each([
+    [undefined, undefined],
+    ['', undefined],
+    ['soon', undefined],
+    ['-5', undefined],
+    ['1.5', undefined],
+    ['0', 0],
+    ['120', 120_000],
+    ['99999999', MAX_RETRY_AFTER_MS],
+    ['Sat, 21 Nov 2026 12:00:30 GMT', 30_000],
+    ['Sat, 21 Nov 2026 11:00:00 GMT', 0],
+  ])('%j → %j', (header, expected) => {
+    expect(parseRetryAfter(header, now)).toBe(expected);
+  });
+});
+
+describe('formatBytes', () => {
+  it.each([
+    [512, '512 bytes'],
+    [64_000, '64 KB'],
+    [104_857_600, '104.9 MB'],
+    [250_000_000, '250 MB'],
+  ])('%d → %s', (bytes, text) => {
+    expect(formatBytes(bytes)).toBe(text);
+  });
+});
