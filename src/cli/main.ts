@@ -122,7 +122,7 @@ async function runRedisCommand(
     const keys = await createRevocationRegistry(redis, prefix).listRevokedKeys();
     printRows(
       output,
-      keys.map((k) => ({ id: k.id, revoked_at: k.revoked_at, payload: JSON.stringify(k.payload) })),
+      keys.map((k) => ({ id: k.id, revoked_at: k.revoked_at, payload: k.payload })),
       ['id', 'revoked_at', 'payload'],
       json,
     );
@@ -135,7 +135,7 @@ async function runRedisCommand(
       failures.map((f) => ({
         id: f.id,
         received_at: f.received_at,
-        payload: JSON.stringify(f.payload),
+        payload: f.payload,
       })),
       ['id', 'received_at', 'payload'],
       json,

@@ -1,4 +1,4 @@
-export type Row = Readonly<Record<string, string | number | null | undefined>>;
+export type Row = Readonly<Record<string, unknown>>;
 
 export interface Output {
   out(text: string): void;
@@ -19,7 +19,11 @@ export function printRows(
     output.out('(none)\n');
     return;
   }
-  const cell = (row: Row, column: string) => String(row[column] ?? '');
+  const cell = (row: Row, column: string) => {
+    const value = row[column];
+    if (typeof value === 'string') return value;
+    return value === null || value === undefined ? '' : JSON.stringify(value);
+  };
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r, c).length)));
   const line = (values: string[]) =>
     values

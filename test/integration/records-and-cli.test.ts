@@ -28,7 +28,7 @@ it('key.revoked lands in the revocation registry, read by isKeyRevoked and the C
     {
       id: 'key_123',
       revoked_at: expect.any(String),
-      payload: JSON.stringify({ id: 'key_123', reason: 'leaked' }),
+      payload: { id: 'key_123', reason: 'leaked' },
     },
   ]);
   const table = await p.cli('revoked-keys');
