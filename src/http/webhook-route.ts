@@ -7,6 +7,7 @@ import { enqueueDelivery } from '../queue/enqueue-delivery.js';
 import { parseEvent } from '../webhooks/parse-event.js';
 import { verifySignature } from '../webhooks/verify-signature.js';
 import { HttpError, ServiceUnavailableError, SignatureError } from './http-errors.js';
+import { addLogFields } from './common-middleware.js';
 import { readRawBody } from './read-raw-body.js';
 
 export interface WebhookRouteDeps {
@@ -89,9 +90,11 @@ async function receive(deps: WebhookRouteDeps, req: Request, res: Response): Pro
     outcome: result.duplicate ? 'duplicate' : 'accepted',
     event: event.event,
   });
-  req.log.info(
-    { event: event.event, id: event.data.id, jobId: result.jobId, duplicate: result.duplicate },
-    result.duplicate ? 'duplicate delivery' : 'delivery enqueued',
-  );
+  addLogFields(res, {
+    event: event.event,
+    id: event.data.id,
+    jobId: result.jobId,
+    duplicate: result.duplicate,
+  });
   res.status(result.duplicate ? 200 : 202).json({ received: true, duplicate: result.duplicate });
 }

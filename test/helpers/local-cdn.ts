@@ -18,6 +18,8 @@ export interface LocalCdn {
   /** Requests per path. */
   readonly hits: Map<string, number>;
   route(path: string, handler: Route): void;
+  /** Answers every path without a route of its own. */
+  fallback(handler: Route): void;
   close(): Promise<void>;
 }
 
@@ -60,13 +62,14 @@ function testCertificate(): { key: string; cert: string } {
 export async function startLocalCdn(): Promise<LocalCdn> {
   const { key, cert } = testCertificate();
   const routes = new Map<string, Route>();
+  let fallback: Route | undefined;
   const hits = new Map<string, number>();
   const sockets = new Set<Socket>();
   const server: Server = createServer({ key, cert }, (req, res) => {
     const path = new URL(req.url ?? '/', 'https://x').pathname;
     const hit = (hits.get(path) ?? 0) + 1;
     hits.set(path, hit);
-    const route = routes.get(path);
+    const route = routes.get(path) ?? fallback;
     if (route) route(req, res, hit);
     else res.writeHead(404).end('not found');
   });
@@ -82,6 +85,9 @@ export async function startLocalCdn(): Promise<LocalCdn> {
     ca: cert,
     hits,
     route: (path, handler) => routes.set(path, handler),
+    fallback: (handler) => {
+      fallback = handler;
+    },
     close: () =>
       new Promise((resolve) => {
         for (const socket of sockets) socket.destroy();

@@ -34,7 +34,10 @@ export async function freePort(): Promise<number> {
   });
 }
 
-function launch(port: number, dir: string): Promise<ChildProcess> {
+/** Append-only file fsynced every second, as docker-compose.yml runs Redis in production. */
+const PERSISTENT = ['--appendonly', 'yes', '--appendfsync', 'everysec'];
+
+function launch(port: number, dir: string, persistent: boolean): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
     const args = [
       '--port',
@@ -43,10 +46,9 @@ function launch(port: number, dir: string): Promise<ChildProcess> {
       '127.0.0.1',
       '--save',
       '',
-      '--appendonly',
-      'no',
       '--dir',
       dir,
+      ...(persistent ? PERSISTENT : ['--appendonly', 'no']),
     ];
     const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -69,10 +71,10 @@ function launch(port: number, dir: string): Promise<ChildProcess> {
 }
 
 /** A redis-server of the test's own on a free loopback port: safe to stop on purpose. */
-export async function startPrivateRedis(): Promise<PrivateRedis> {
+export async function startPrivateRedis({ persistent = false } = {}): Promise<PrivateRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'aw-redis-'));
-  let child: ChildProcess | undefined = await launch(port, dir);
+  let child: ChildProcess | undefined = await launch(port, dir, persistent);
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
@@ -89,7 +91,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
       });
     },
     async start() {
-      child ??= await launch(port, dir);
+      child ??= await launch(port, dir, persistent);
     },
     freeze: () => child?.kill('SIGSTOP'),
     thaw: () => child?.kill('SIGCONT'),

@@ -219,7 +219,9 @@ describe('POST /webhooks', () => {
       .set('content-type', 'text/plain')
       .send(raw);
     const digest = headers['x-service-signature'].split('v1=')[1] ?? 'unset';
-    expect(logLines.join('')).toContain('delivery enqueued');
+    // One line per request, carrying the delivery's facts.
+    const completed = logLines.filter((line) => line.includes('"msg":"request completed"'));
+    expect(completed[0]).toMatch(/"event":"key.revoked".*"duplicate":false/);
     expect(logLines.join('')).not.toContain(digest);
     expect(logLines.join('')).not.toContain(TEST_SECRET);
   });

@@ -1,0 +1,70 @@
+/**
+ * Runs in its own process (forked by bench/downloads.ts) so that its memory is the downloader's
+ * alone: downloads each URL exactly as the audio.ready handler does (guarded agent, openDownload,
+ * Meter, atomic LocalAudioStore write) and reports bytes, time and peak RSS growth.
+ */
+import { rmSync } from 'node:fs';
+import { createGuardedAgent } from '../src/download/guarded-agent.js';
+import { Meter } from '../src/download/meter.js';
+import { openDownload } from '../src/download/open-download.js';
+import { createLocalAudioStore } from '../src/storage/local-audio-store.js';
+
+interface ProbeRequest {
+  readonly urls: string[];
+  readonly origin: string;
+  readonly ca: string;
+  readonly dir: string;
+  readonly maxBytes: number;
+  readonly sampleRss: boolean;
+}
+
+async function probe(request: ProbeRequest) {
+  const agent = createGuardedAgent({
+    allowPrivateIps: true,
+    ca: request.ca,
+    connectTimeoutMs: 10_000,
+    headersTimeoutMs: 30_000,
+    bodyIdleTimeoutMs: 30_000,
+  });
+  const store = await createLocalAudioStore(request.dir);
+  global.gc?.();
+  const rssBefore = process.memoryUsage.rss();
+  let rssPeak = rssBefore;
+  let bytes = 0;
+  const started = performance.now();
+  for (const [i, url] of request.urls.entries()) {
+    const opened = await openDownload(url, {
+      allowedOrigins: [request.origin],
+      dispatcher: agent,
+      maxBytes: request.maxBytes,
+      signal: AbortSignal.timeout(600_000),
+    });
+    const meter = new Meter(request.maxBytes);
+    const source = request.sampleRss
+      ? sampled(meter.measure(opened.body))
+      : meter.measure(opened.body);
+    await store.write(`file-${i}.bin`, source);
+    bytes += meter.bytes;
+  }
+  const seconds = (performance.now() - started) / 1000;
+  await agent.close();
+  rmSync(request.dir, { recursive: true, force: true });
+  return { bytes, seconds, rssGrowthBytes: rssPeak - rssBefore };
+
+  async function* sampled(source: AsyncIterable<Uint8Array>) {
+    for await (const chunk of source) {
+      rssPeak = Math.max(rssPeak, process.memoryUsage.rss());
+      yield chunk;
+    }
+  }
+}
+
+process.once('message', (request: ProbeRequest) => {
+  probe(request).then(
+    (result) => process.send?.(result, () => process.exit(0)),
+    (error: unknown) => {
+      process.stderr.write(`probe failed: ${String(error)}\n`);
+      process.exit(1);
+    },
+  );
+});

@@ -1,0 +1,98 @@
+import { execFile, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { request } from 'undici';
+import type { LocalCdn } from '../test/helpers/local-cdn.js';
+
+const MB = 1_000_000;
+
+export interface ProbeResult {
+  readonly bytes: number;
+  readonly seconds: number;
+  readonly rssGrowthBytes: number;
+}
+
+async function runProbe(cdn: LocalCdn, urls: string[], sampleRss: boolean): Promise<ProbeResult> {
+  const child = fork(join(__dirname, 'download-probe.js'), [], {
+    execArgv: ['--expose-gc'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  child.send({
+    urls,
+    origin: cdn.origin,
+    ca: cdn.ca,
+    dir: mkdtempSync(join(tmpdir(), 'aw-bench-dl-')),
+    maxBytes: 1_000 * MB,
+    sampleRss,
+  });
+  const [result] = (await once(child, 'message')) as [ProbeResult];
+  return result;
+}
+
+/** curl to /dev/null, one process for all URLs (one connection, like the worker's agent). */
+async function curlSeconds(cdn: LocalCdn, urls: string[]): Promise<number | undefined> {
+  const caFile = join(mkdtempSync(join(tmpdir(), 'aw-bench-ca-')), 'ca.pem');
+  writeFileSync(caFile, cdn.ca);
+  const args = ['-s', '-f', '--cacert', caFile, ...urls.flatMap((url) => ['-o', '/dev/null', url])];
+  const started = performance.now();
+  try {
+    await promisify(execFile)('curl', args, { maxBuffer: 1024 });
+  } catch (error: unknown) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  return (performance.now() - started) / 1000;
+}
+
+/** A bare undici stream to nowhere: the ceiling for Node itself on this machine. */
+async function bareUndiciSeconds(cdn: LocalCdn, urls: string[]): Promise<number> {
+  const { Agent } = await import('undici');
+  const agent = new Agent({ connect: { ca: cdn.ca } });
+  const started = performance.now();
+  for (const url of urls) {
+    const res = await request(url, { dispatcher: agent });
+    for await (const _chunk of res.body) {
+      // discard
+    }
+  }
+  await agent.close();
+  return (performance.now() - started) / 1000;
+}
+
+export async function runDownloads(cdn: LocalCdn, files = 20, fileMb = 50, bigMb = 200) {
+  const file = randomBytes(fileMb * MB);
+  const big = randomBytes(bigMb * MB);
+  const serve = (body: Buffer) => (_req: unknown, res: import('node:http').ServerResponse) => {
+    res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': body.length }).end(body);
+  };
+  const urls = Array.from({ length: files }, (_, i) => `${cdn.origin}/dl/${fileMb}mb-${i}.mp3`);
+  urls.forEach((url) => cdn.route(new URL(url).pathname, serve(file)));
+  cdn.route('/dl/big.mp3', serve(big));
+
+  process.stderr.write(
+    `downloads: ${files} × ${fileMb} MB through the worker's downloader, curl and bare undici\n`,
+  );
+  const ours = await runProbe(cdn, urls, false);
+  const curl = await curlSeconds(cdn, urls);
+  const bare = await bareUndiciSeconds(cdn, urls);
+  process.stderr.write(`downloads: one ${bigMb} MB file for peak RSS growth\n`);
+  const rss = await runProbe(cdn, [`${cdn.origin}/dl/big.mp3`], true);
+  const total = files * fileMb;
+  return {
+    files,
+    fileMb,
+    oursMBps: round(total / ours.seconds),
+    curlMBps: curl === undefined ? null : round(total / curl),
+    bareUndiciMBps: round(total / bare),
+    bigFileMb: bigMb,
+    rssGrowthMb: round(rss.rssGrowthBytes / MB),
+  };
+}
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10;
+}

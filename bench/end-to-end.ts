@@ -1,0 +1,124 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { QueueEvents } from 'bullmq';
+import { Pool } from 'undici';
+import { freePort } from '../test/helpers/private-redis.js';
+import type { LocalCdn } from '../test/helpers/local-cdn.js';
+import { DELIVERY_QUEUE } from '../src/queue/delivery-queue.js';
+import { sampleDelivery } from '../src/webhooks/sample-delivery.js';
+import { signPayload } from '../src/webhooks/sign-payload.js';
+import { BENCH_SECRET, spawnService, stop } from './lib.js';
+
+export interface EndToEndResult {
+  readonly deliveries: number;
+  readonly duplicates: number;
+  readonly seconds: number;
+  readonly audioFiles: number;
+  readonly metadataFiles: number;
+  readonly cdnDownloads: number;
+  readonly failedJobs: number;
+  readonly non2xx: number;
+}
+
+/**
+ * 10,000 audio.ready deliveries, every tenth a re-delivery of an earlier one, posted at 50 at a
+ * time to the whole service (ROLE=all), against the local HTTPS CDN serving 64 KB files. Timed
+ * from the first POST until the last job completed; then files and CDN hits are counted.
+ */
+export async function runEndToEnd(
+  redisUrl: string,
+  cdn: LocalCdn,
+  total = 10_000,
+): Promise<EndToEndResult> {
+  const audio = randomBytes(64 * 1024);
+  let cdnDownloads = 0;
+  cdn.fallback((_req, res) => {
+    cdnDownloads++;
+    res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': audio.length }).end(audio);
+  });
+  const audioDir = mkdtempSync(join(tmpdir(), 'aw-bench-e2e-'));
+  const caFile = join(audioDir, '..', `aw-bench-ca-${randomUUID()}.pem`);
+  writeFileSync(caFile, cdn.ca);
+  const prefix = 'bench-e2e';
+  const port = await freePort();
+  const service = await spawnService({
+    PORT: String(port),
+    REDIS_URL: redisUrl,
+    QUEUE_PREFIX: prefix,
+    ROLE: 'all',
+    AUDIO_DIR: audioDir,
+    CDN_URL: cdn.origin,
+    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    NODE_EXTRA_CA_CERTS: caFile,
+    LOG_LEVEL: 'info',
+  });
+  const events = new QueueEvents(DELIVERY_QUEUE, { connection: { url: redisUrl }, prefix });
+  await events.waitUntilReady();
+
+  const ids: string[] = [];
+  const bodies = Array.from({ length: total }, (_, i) => {
+    const id = i % 10 === 9 ? (ids[Math.floor(ids.length / 2)] ?? randomUUID()) : randomUUID();
+    if (i % 10 !== 9) ids.push(id);
+    return JSON.stringify(sampleDelivery('audio.ready', { id, cdnOrigin: cdn.origin }));
+  });
+  const unique = ids.length;
+
+  let settled = 0;
+  let failedJobs = 0;
+  const allDone = new Promise<void>((resolve) => {
+    const count = () => {
+      settled++;
+      if (settled === unique) resolve();
+    };
+    events.on('completed', count);
+    events.on('failed', () => {
+      failedJobs++;
+      count();
+    });
+  });
+
+  process.stderr.write(
+    `end to end: ${total} deliveries (${total - unique} duplicates), 64 KB files\n`,
+  );
+  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 50 });
+  const started = performance.now();
+  let next = 0;
+  let non2xx = 0;
+  await Promise.all(
+    Array.from({ length: 50 }, async () => {
+      while (next < bodies.length) {
+        const body = bodies[next++] ?? '';
+        const res = await pool.request({
+          method: 'POST',
+          path: '/webhooks',
+          headers: {
+            'content-type': 'application/json',
+            'x-service-signature': signPayload(body, BENCH_SECRET),
+          },
+          body,
+        });
+        await res.body.dump();
+        if (res.statusCode >= 300) non2xx++;
+      }
+    }),
+  );
+  await allDone;
+  const seconds = (performance.now() - started) / 1000;
+  await pool.close();
+  await events.close();
+  await stop(service);
+
+  const files = readdirSync(audioDir);
+  return {
+    deliveries: total,
+    duplicates: total - unique,
+    seconds: Math.round(seconds * 100) / 100,
+    audioFiles: files.filter((f) => f.endsWith('.mp3')).length,
+    metadataFiles: files.filter((f) => f.endsWith('.json')).length,
+    cdnDownloads,
+    failedJobs,
+    non2xx,
+  };
+}

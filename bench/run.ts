@@ -1,0 +1,173 @@
+/**
+ * npm run bench: ingestion against two baselines, end to end, downloads against curl. Everything
+ * runs on this machine against a private Redis (append-only, fsync every second, as in
+ * docker-compose.yml) and a local HTTPS CDN; all traffic stays on loopback. Prints a table with
+ * PASS/FAIL per target and writes the same figures to bench/results.json. It never fails a
+ * build: its exit code is 0 whatever the figures, 1 only when it could not run.
+ */
+import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { startLocalCdn } from '../test/helpers/local-cdn.js';
+import { freePort, startPrivateRedis } from '../test/helpers/private-redis.js';
+import { runDownloads } from './downloads.js';
+import { runEndToEnd } from './end-to-end.js';
+import { runLoad, type LoadResult } from './ingestion.js';
+import { BENCH_SECRET, forkBaseline, ratio, spawnService, stop } from './lib.js';
+import { countLost } from './verify-stored.js';
+
+const CONNECTIONS = 50;
+const WARMUP_SECONDS = 3;
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+
+async function measure(name: string, url: string): Promise<LoadResult> {
+  process.stderr.write(
+    `ingestion ${name}: ${WARMUP_SECONDS} s warm-up, ${SECONDS} s at ${CONNECTIONS} connections\n`,
+  );
+  await runLoad(url, { connections: CONNECTIONS, durationSeconds: WARMUP_SECONDS });
+  return runLoad(url, { connections: CONNECTIONS, durationSeconds: SECONDS });
+}
+
+async function ingestion(redisUrl: string, redis: Redis) {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/webhooks`;
+  const env = {
+    PORT: String(port),
+    REDIS_URL: redisUrl,
+    WEBHOOK_SECRETS: BENCH_SECRET,
+    LOG_LEVEL: 'info',
+  };
+
+  const receiver = await spawnService({ ...env, ROLE: 'web', QUEUE_PREFIX: 'bench-a' });
+  const a = await measure('(a) receiver', url).finally(() => stop(receiver));
+  const lost = await countLost(redis, 'bench-a', a.acceptedIds);
+  const empty = await forkBaseline('empty-receiver', env);
+  const b = await measure('(b) empty baseline', url).finally(() => stop(empty));
+  const naive = await forkBaseline('naive-receiver', { ...env, QUEUE_PREFIX: 'bench-c' });
+  const c = await measure('(c) naive baseline', url).finally(() => stop(naive));
+  const strip = ({ acceptedIds: _, ...rest }: LoadResult) => rest;
+  return {
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    a: strip(a),
+    b: strip(b),
+    c: strip(c),
+    acceptedChecked: a.acceptedIds.length,
+    lost,
+  };
+}
+
+async function main(): Promise<void> {
+  const redisServer = await startPrivateRedis({ persistent: true });
+  const redis = new Redis(redisServer.url);
+  const cdn = await startLocalCdn();
+  try {
+    const ingest = await ingestion(redisServer.url, redis);
+    const endToEnd = await runEndToEnd(redisServer.url, cdn);
+    const downloads = await runDownloads(cdn);
+    const results = {
+      date: new Date().toISOString(),
+      machine: { node: process.version, cpus: cpus().length, cpu: cpus()[0]?.model ?? 'unknown' },
+      ingestion: {
+        ...ingest,
+        ratioAB: ratio(ingest.a.acceptedPerSecond, ingest.b.acceptedPerSecond),
+        ratioAC: ratio(ingest.a.acceptedPerSecond, ingest.c.acceptedPerSecond),
+      },
+      endToEnd,
+      downloads: {
+        ...downloads,
+        ratioToCurl:
+          downloads.curlMBps === null ? null : ratio(downloads.oursMBps, downloads.curlMBps),
+        ratioToBareUndici: ratio(downloads.oursMBps, downloads.bareUndiciMBps),
+      },
+    };
+    const targets = [
+      ['a/b ≥ 0.80', results.ingestion.ratioAB >= 0.8, `${results.ingestion.ratioAB}`],
+      ['a/c ≥ 2.0', results.ingestion.ratioAC >= 2, `${results.ingestion.ratioAC}`],
+      ['p99 ≤ 25 ms at 50 connections', ingest.a.p99Ms <= 25, `${ingest.a.p99Ms} ms`],
+      [
+        '0 lost of those answered 2xx',
+        ingest.lost === 0,
+        `${ingest.lost} of ${ingest.acceptedChecked}`,
+      ],
+      [
+        'end to end: 9,000 files + metadata, 9,000 CDN downloads',
+        endToEnd.audioFiles === 9000 &&
+          endToEnd.metadataFiles === 9000 &&
+          endToEnd.cdnDownloads === 9000,
+        `${endToEnd.audioFiles} / ${endToEnd.metadataFiles} / ${endToEnd.cdnDownloads}`,
+      ],
+      [
+        'downloader ≥ 0.9 × curl',
+        (results.downloads.ratioToCurl ?? 0) >= 0.9,
+        `${results.downloads.ratioToCurl ?? 'no curl'}`,
+      ],
+      [
+        'RSS growth ≤ 64 MB (200 MB file)',
+        downloads.rssGrowthMb <= 64,
+        `${downloads.rssGrowthMb} MB`,
+      ],
+    ] as const;
+    writeFileSync(
+      join(__dirname, '..', '..', 'bench', 'results.json'),
+      `${JSON.stringify({ ...results, targets: targets.map(([name, pass, value]) => ({ name, pass, value })) }, null, 2)}\n`,
+    );
+    process.stdout.write(table(results, ingest, targets));
+  } finally {
+    await cdn.close();
+    redis.disconnect();
+    await redisServer.stop();
+  }
+}
+
+type Ingest = Awaited<ReturnType<typeof ingestion>>;
+
+function table(
+  results: {
+    ingestion: { ratioAB: number; ratioAC: number };
+    endToEnd: Awaited<ReturnType<typeof runEndToEnd>>;
+    downloads: Awaited<ReturnType<typeof runDownloads>> & {
+      ratioToCurl: number | null;
+      ratioToBareUndici: number;
+    };
+  },
+  ingest: Ingest,
+  targets: readonly (readonly [string, boolean, string])[],
+): string {
+  const row = (name: string, r: LoadResult | Ingest['a']) =>
+    `| ${name} | ${r.acceptedPerSecond} | ${r.p50Ms} | ${r.p99Ms} | ${r.non2xx + r.errors + r.timeouts} |`;
+  const e = results.endToEnd;
+  const d = results.downloads;
+  return [
+    `## Ingestion (${ingest.connections} connections, ${ingest.seconds} s, unique signed audio.ready)`,
+    '',
+    '| target | accepted/s | p50 ms | p99 ms | non-2xx + errors |',
+    '|---|---|---|---|---|',
+    row('(a) receiver', ingest.a),
+    row('(b) empty baseline', ingest.b),
+    row('(c) naive baseline', ingest.c),
+    '',
+    `a/b = ${results.ingestion.ratioAB}, a/c = ${results.ingestion.ratioAC}; answered 2xx and checked in Redis: ${ingest.acceptedChecked}, lost: ${ingest.lost}`,
+    '',
+    '## End to end',
+    '',
+    `${e.deliveries} deliveries (${e.duplicates} duplicates) → ${e.audioFiles} audio files, ${e.metadataFiles} metadata files, ${e.cdnDownloads} CDN downloads, ${e.failedJobs} failed jobs, ${e.non2xx} non-2xx, in ${e.seconds} s (${Math.round(e.audioFiles / e.seconds)} files/s)`,
+    '',
+    '## Downloads',
+    '',
+    `${d.files} × ${d.fileMb} MB: worker ${d.oursMBps} MB/s, curl ${d.curlMBps ?? 'n/a'} MB/s (ratio ${d.ratioToCurl ?? 'n/a'}), bare undici ${d.bareUndiciMBps} MB/s (ratio ${d.ratioToBareUndici}); peak RSS growth for one ${d.bigFileMb} MB file: ${d.rssGrowthMb} MB`,
+    '',
+    '## Targets',
+    '',
+    ...targets.map(([name, pass, value]) => `${pass ? 'PASS' : 'FAIL'}  ${name}: ${value}`),
+    '',
+  ].join('\n');
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(
+    `bench could not run: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.exit(1);
+});

@@ -1,0 +1,25 @@
+import type { Redis } from 'ioredis';
+import { dedupeId } from '../src/queue/enqueue-delivery.js';
+
+/**
+ * Counts accepted deliveries that are NOT in Redis: for each id, the dedupe key must point at a
+ * job whose hash exists. Pipelined in batches, one round trip per thousand ids.
+ */
+export async function countLost(
+  redis: Redis,
+  prefix: string,
+  ids: readonly string[],
+): Promise<number> {
+  let lost = 0;
+  for (let i = 0; i < ids.length; i += 1000) {
+    const batch = ids.slice(i, i + 1000);
+    const jobIds = await redis.mget(
+      ...batch.map((id) => `${prefix}:deliveries:de:${dedupeId('audio.ready', id)}`),
+    );
+    const exists = redis.pipeline();
+    for (const jobId of jobIds) exists.exists(`${prefix}:deliveries:${jobId ?? 'missing'}`);
+    const answers = (await exists.exec()) ?? [];
+    lost += answers.filter(([error, count]) => error !== null || count !== 1).length;
+  }
+  return lost;
+}
