@@ -70,7 +70,7 @@ export async function runDownloads(cdn: LocalCdn, files = 20, fileMb = 50, bigMb
     res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': body.length }).end(body);
   };
   const urls = Array.from({ length: files }, (_, i) => `${cdn.origin}/dl/${fileMb}mb-${i}.mp3`);
-  urls.forEach((url) => cdn.route(new URL(url).pathname, serve(file)));
+  for (const url of urls) cdn.route(new URL(url).pathname, serve(file));
   cdn.route('/dl/big.mp3', serve(big));
 
   process.stderr.write(

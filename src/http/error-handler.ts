@@ -11,7 +11,6 @@ export const notFound: RequestHandler = (_req, res) => {
  * Unexpected errors are logged with their stack and answered without internals.
  */
 // Express recognises an error handler by its four parameters, so `_next` must stay.
-// eslint-disable-next-line @typescript-eslint/no-unused-vars
 export const errorHandler: ErrorRequestHandler = (error: unknown, req, res, _next) => {
   if (error instanceof HttpError) {
     const level = error.status >= 500 ? 'error' : 'info';
