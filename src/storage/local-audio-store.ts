@@ -42,24 +42,39 @@ async function fsyncDirectory(dir: string): Promise<void> {
 /** Bytes gathered before one write: 64 TLS records' worth of syscalls become one. */
 const BATCH_BYTES = 1 << 20;
 
+/** FileHandle.write may write less than asked; loop until the whole range is on its way. */
+async function writeAll(handle: FileHandle, buffer: Buffer, length: number): Promise<void> {
+  let written = 0;
+  while (written < length) {
+    const { bytesWritten } = await handle.write(buffer, written, length - written);
+    written += bytesWritten;
+  }
+}
+
 /**
- * Writes in 1 MB batches, with one write in flight while the next batch fills, so the disk and
- * the network overlap. Memory stays bounded at about two batches.
+ * Writes through two preallocated 1 MB buffers in turn: one is being written while the other
+ * fills, so disk and network overlap, and nothing is allocated per batch, so memory stays flat
+ * (two buffers per download) however large the file.
  */
 async function writeBatched(handle: FileHandle, chunks: AsyncIterable<Uint8Array>): Promise<void> {
-  let batch: Uint8Array[] = [];
-  let size = 0;
-  let inFlight: Promise<unknown> = Promise.resolve();
+  let filling = Buffer.allocUnsafe(BATCH_BYTES);
+  let spare = Buffer.allocUnsafe(BATCH_BYTES);
+  let filled = 0;
+  let inFlight: Promise<void> = Promise.resolve();
   try {
     for await (const chunk of chunks) {
-      batch.push(chunk);
-      size += chunk.length;
-      if (size >= BATCH_BYTES) {
-        const buffer = Buffer.concat(batch, size);
-        batch = [];
-        size = 0;
-        await inFlight;
-        inFlight = handle.write(buffer);
+      for (let offset = 0; offset < chunk.length;) {
+        const n = Math.min(chunk.length - offset, BATCH_BYTES - filled);
+        filling.set(chunk.subarray(offset, offset + n), filled);
+        filled += n;
+        offset += n;
+        if (filled === BATCH_BYTES) {
+          // The other buffer's write must be done before it is filled again.
+          await inFlight;
+          inFlight = writeAll(handle, filling, filled);
+          [filling, spare] = [spare, filling];
+          filled = 0;
+        }
       }
     }
   } catch (error: unknown) {
@@ -68,7 +83,7 @@ async function writeBatched(handle: FileHandle, chunks: AsyncIterable<Uint8Array
     throw error;
   }
   await inFlight;
-  if (size > 0) await handle.write(Buffer.concat(batch, size));
+  if (filled > 0) await writeAll(handle, filling, filled);
 }
 
 /** Audio on the local filesystem (a volume in Docker). Names come from fileStem, never from input. */

@@ -1,0 +1,70 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { createLocalAudioStore } from '../../src/storage/local-audio-store';
+
+const fresh = () => mkdtempSync(join(tmpdir(), 'aw-store-'));
+
+function* chunked(data: Buffer, sizes: number[]): Generator<Uint8Array> {
+  let offset = 0;
+  for (const size of sizes) {
+    if (offset >= data.length) break;
+    yield data.subarray(offset, offset + size);
+    offset += size;
+  }
+  if (offset < data.length) yield data.subarray(offset);
+}
+
+it('writes exactly the bytes it was given, whatever the chunking across 1 MB batches', async () => {
+  const data = randomBytes(2_500_000);
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.integer({ min: 1, max: 700_000 }), { minLength: 1, maxLength: 12 }),
+      async (sizes) => {
+        const dir = fresh();
+        const store = await createLocalAudioStore(dir);
+        await store.write('out.bin', chunked(data, sizes));
+        expect(readFileSync(join(dir, 'out.bin')).equals(data)).toBe(true);
+        expect(readdirSync(dir)).toEqual(['out.bin']);
+      },
+    ),
+    { numRuns: 15 },
+  );
+});
+
+it('a failing source leaves neither the final file nor a temp file', async () => {
+  const dir = fresh();
+  const store = await createLocalAudioStore(dir);
+  function* failing() {
+    yield randomBytes(1_500_000);
+    throw new Error('connection reset');
+  }
+  await expect(store.write('out.bin', failing())).rejects.toThrow('connection reset');
+  expect(readdirSync(dir)).toEqual([]);
+});
+
+it('holds() checks size and SHA-256', async () => {
+  const dir = fresh();
+  const store = await createLocalAudioStore(dir);
+  const data = randomBytes(1000);
+  await store.write('a.mp3', [data]);
+  const sha = createHash('sha256').update(data).digest('hex');
+  expect(await store.holds('a.mp3', 1000, sha)).toBe(true);
+  expect(await store.holds('a.mp3', 999, sha)).toBe(false);
+  expect(await store.holds('a.mp3', 1000, '0'.repeat(64))).toBe(false);
+  expect(await store.holds('missing.mp3', 1000, sha)).toBe(false);
+});
+
+it('removes only temps whose writer is dead', async () => {
+  const dir = fresh();
+  const tag = createHash('sha256').update(hostname()).digest('hex').slice(0, 8);
+  const dead = `.partial-${tag}-999999999-aa`;
+  const alive = `.partial-${tag}-${process.ppid}-bb`;
+  const foreign = '.partial-00000000-1-cc';
+  for (const name of [dead, alive, foreign, 'keep.mp3']) writeFileSync(join(dir, name), 'x');
+  const store = await createLocalAudioStore(dir);
+  expect(await store.removeStaleTemps()).toEqual([dead]);
+  expect(readdirSync(dir).sort()).toEqual([alive, foreign, 'keep.mp3'].sort());
+});
