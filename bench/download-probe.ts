@@ -16,6 +16,8 @@ interface ProbeRequest {
   readonly dir: string;
   readonly maxBytes: number;
   readonly sampleRss: boolean;
+  /** `bare`: discard the body with plain undici, the floor Node itself sets. */
+  readonly mode: 'worker' | 'bare';
 }
 
 async function probe(request: ProbeRequest) {
@@ -33,6 +35,15 @@ async function probe(request: ProbeRequest) {
   let bytes = 0;
   const started = performance.now();
   for (const [i, url] of request.urls.entries()) {
+    if (request.mode === 'bare') {
+      const res = await agent.request({
+        origin: new URL(url).origin,
+        path: new URL(url).pathname,
+        method: 'GET',
+      });
+      for await (const chunk of sampled(res.body)) bytes += chunk.length;
+      continue;
+    }
     const opened = await openDownload(url, {
       allowedOrigins: [request.origin],
       dispatcher: agent,

@@ -16,7 +16,12 @@ export interface ProbeResult {
   readonly rssGrowthBytes: number;
 }
 
-async function runProbe(cdn: LocalCdn, urls: string[], sampleRss: boolean): Promise<ProbeResult> {
+async function runProbe(
+  cdn: LocalCdn,
+  urls: string[],
+  sampleRss: boolean,
+  mode: 'worker' | 'bare' = 'worker',
+): Promise<ProbeResult> {
   const child = fork(join(__dirname, 'download-probe.js'), [], {
     execArgv: ['--expose-gc'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -28,6 +33,7 @@ async function runProbe(cdn: LocalCdn, urls: string[], sampleRss: boolean): Prom
     dir: mkdtempSync(join(tmpdir(), 'aw-bench-dl-')),
     maxBytes: 1_000 * MB,
     sampleRss,
+    mode,
   });
   const [result] = (await once(child, 'message')) as [ProbeResult];
   return result;
@@ -81,6 +87,9 @@ export async function runDownloads(cdn: LocalCdn, files = 20, fileMb = 50, bigMb
   const bare = await bareUndiciSeconds(cdn, urls);
   process.stderr.write(`downloads: one ${bigMb} MB file for peak RSS growth\n`);
   const rss = await runProbe(cdn, [`${cdn.origin}/dl/big.mp3`], true);
+  // Growth that does not scale with the file is garbage awaiting GC, not data held.
+  const rssSmall = await runProbe(cdn, [urls[0] ?? ''], true);
+  const rssBare = await runProbe(cdn, [`${cdn.origin}/dl/big.mp3`], true, 'bare');
   const total = files * fileMb;
   return {
     files,
@@ -90,6 +99,8 @@ export async function runDownloads(cdn: LocalCdn, files = 20, fileMb = 50, bigMb
     bareUndiciMBps: round(total / bare),
     bigFileMb: bigMb,
     rssGrowthMb: round(rss.rssGrowthBytes / MB),
+    rssGrowthSmallFileMb: round(rssSmall.rssGrowthBytes / MB),
+    rssGrowthBareUndiciMb: round(rssBare.rssGrowthBytes / MB),
   };
 }
 

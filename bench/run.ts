@@ -156,7 +156,7 @@ function table(
     '',
     '## Downloads',
     '',
-    `${d.files} × ${d.fileMb} MB: worker ${d.oursMBps} MB/s, curl ${d.curlMBps ?? 'n/a'} MB/s (ratio ${d.ratioToCurl ?? 'n/a'}), bare undici ${d.bareUndiciMBps} MB/s (ratio ${d.ratioToBareUndici}); peak RSS growth for one ${d.bigFileMb} MB file: ${d.rssGrowthMb} MB`,
+    `${d.files} × ${d.fileMb} MB: worker ${d.oursMBps} MB/s, curl ${d.curlMBps ?? 'n/a'} MB/s (ratio ${d.ratioToCurl ?? 'n/a'}), bare undici ${d.bareUndiciMBps} MB/s (ratio ${d.ratioToBareUndici}); peak RSS growth for one ${d.bigFileMb} MB file: ${d.rssGrowthMb} MB (one ${d.fileMb} MB file: ${d.rssGrowthSmallFileMb} MB; bare undici discarding the ${d.bigFileMb} MB file: ${d.rssGrowthBareUndiciMb} MB)`,
     '',
     '## Targets',
     '',
