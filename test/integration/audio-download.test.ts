@@ -32,8 +32,13 @@ async function deliver(p: TestPipeline, id: string, path: string, origin = cdn.o
   return { delivery, outcome: await p.settled(id) };
 }
 
-/** A refused download leaves nothing behind and says why in `failed --json`. */
-async function expectRefused(p: TestPipeline, id: string, reason: RegExp) {
+/**
+ * Delivers `path` and expects a refusal: the job fails for `reason`, nothing is left behind, and
+ * `failed --json` says why.
+ */
+async function expectRefusedDelivery(p: TestPipeline, id: string, path: string, reason: RegExp) {
+  const { outcome } = await deliver(p, id, path);
+  expect(outcome).toEqual({ state: 'failed', reason: expect.stringMatching(reason) });
   expect(p.files()).toEqual([]);
   const { code, stdout } = await p.cli('failed', '--json');
   expect(code).toBe(0);
@@ -174,12 +179,8 @@ describe('refused downloads fail at once, leave no file and say why', () => {
       const path = `/refused-${name.replace(/\W+/g, '-')}.mp3`;
       cdn.route(path, route);
       const p = await start({ DOWNLOAD_MAX_BYTES: '100000' });
-      expect((await deliver(p, 'refused', path)).outcome).toEqual({
-        state: 'failed',
-        reason: expect.stringMatching(reason),
-      });
+      await expectRefusedDelivery(p, 'refused', path, reason);
       expect(cdn.hits.get(path)).toBe(1);
-      await expectRefused(p, 'refused', reason);
     },
   );
 
@@ -194,12 +195,7 @@ describe('refused downloads fail at once, leave no file and say why', () => {
       pump();
     });
     const p = await start({ DOWNLOAD_MAX_BYTES: '1000000' });
-    const { outcome } = await deliver(p, 'endless', '/endless.mp3');
-    expect(outcome).toEqual({
-      state: 'failed',
-      reason: expect.stringMatching(/over the 1 MB limit/),
-    });
-    await expectRefused(p, 'endless', /over the 1 MB limit/);
+    await expectRefusedDelivery(p, 'endless', '/endless.mp3', /over the 1 MB limit/);
   });
 
   it('a lying length: no framing, the body runs until the connection closes, past the cap', async () => {
@@ -209,12 +205,7 @@ describe('refused downloads fail at once, leave no file and say why', () => {
       req.socket.end(randomBytes(3_000_000));
     });
     const p = await start({ DOWNLOAD_MAX_BYTES: '1000000' });
-    const { outcome } = await deliver(p, 'unframed', '/unframed.mp3');
-    expect(outcome).toEqual({
-      state: 'failed',
-      reason: expect.stringMatching(/over the 1 MB limit/),
-    });
-    await expectRefused(p, 'unframed', /over the 1 MB limit/);
+    await expectRefusedDelivery(p, 'unframed', '/unframed.mp3', /over the 1 MB limit/);
   });
 
   it('a body that stalls past the deadline', async () => {
@@ -223,12 +214,7 @@ describe('refused downloads fail at once, leave no file and say why', () => {
       res.write(randomBytes(1000));
     });
     const p = await start({ DOWNLOAD_TIMEOUT_MS: '400', DOWNLOAD_ATTEMPTS: '1' });
-    const { outcome } = await deliver(p, 'stall', '/stall.mp3');
-    expect(outcome).toEqual({
-      state: 'failed',
-      reason: expect.stringMatching(/deadline|timed out/),
-    });
-    await expectRefused(p, 'stall', /deadline|timed out/);
+    await expectRefusedDelivery(p, 'stall', '/stall.mp3', /deadline|timed out/);
   });
 
   it('a CDN name resolving to 127.0.0.1 while DOWNLOAD_ALLOW_PRIVATE_IPS=false', async () => {
