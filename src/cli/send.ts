@@ -8,6 +8,7 @@ import type { Output } from './print.js';
 export interface SendArgs {
   readonly event: string;
   readonly url?: string | undefined;
+  /** --secret, else the first of WEBHOOK_SECRETS; the caller decides. */
   readonly secret?: string | undefined;
   readonly id?: string | undefined;
   readonly data?: string | undefined;
@@ -32,9 +33,10 @@ function parseData(raw: string): Record<string, unknown> {
  * it. Exit code 0 for a 2xx answer, 1 otherwise, so scripts can tell.
  */
 export async function send(args: SendArgs, config: Config, output: Output): Promise<number> {
-  const secret = args.secret ?? config.webhookSecrets[0];
-  if (secret === undefined || secret === '')
+  const { secret } = args;
+  if (secret === undefined || secret === '') {
     throw new UsageError('no signing secret: pass --secret or set WEBHOOK_SECRETS');
+  }
   const data = args.data === undefined ? {} : parseData(args.data);
   const url = args.url ?? `http://127.0.0.1:${config.port}${config.webhookPath}`;
   const body = JSON.stringify(

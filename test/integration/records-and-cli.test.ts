@@ -154,6 +154,20 @@ describe('CLI errors', () => {
     expect(stderr).toMatch(/^audio-webhooks: .+\n(\n|$)/);
   });
 
+  it('send without --secret or WEBHOOK_SECRETS is a usage error, not a signature with a placeholder', async () => {
+    let stderr = '';
+    const code = await runCli(
+      ['send', 'key.revoked'],
+      {},
+      { out: () => undefined },
+      { out: (t) => (stderr += t) },
+    );
+    expect(code).toBe(2);
+    expect(stderr).toMatch(
+      /^audio-webhooks: no signing secret: pass --secret or set WEBHOOK_SECRETS\n/,
+    );
+  });
+
   it('an unreachable Redis is one line and exit 1', async () => {
     let stderr = '';
     const code = await runCli(
