@@ -21,10 +21,6 @@ export interface DeliveryQueueOptions {
   readonly backoffMs: number;
 }
 
-/** Completed jobs are only kept for a day (they are on disk); failed ones for replay, bounded. */
-export const KEEP_COMPLETED = { age: 24 * 3600, count: 10_000 } as const;
-export const KEEP_FAILED = { count: 50_000 } as const;
-
 export function createDeliveryQueue(options: DeliveryQueueOptions): DeliveryQueue {
   return new Queue<DeliveryJobData>(DELIVERY_QUEUE, {
     connection: options.connection,
@@ -32,8 +28,7 @@ export function createDeliveryQueue(options: DeliveryQueueOptions): DeliveryQueu
     defaultJobOptions: {
       attempts: options.attempts,
       backoff: { type: 'retry-delay', delay: options.backoffMs },
-      removeOnComplete: KEEP_COMPLETED,
-      removeOnFail: KEEP_FAILED,
+      // Retention is the worker's setting (start-workers.ts), not packed into every job.
     },
   });
 }

@@ -3,12 +3,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { createGuardedAgent } from '../download/guarded-agent.js';
-import {
-  DELIVERY_QUEUE,
-  KEEP_COMPLETED,
-  KEEP_FAILED,
-  type DeliveryJobData,
-} from '../queue/delivery-queue.js';
+import { DELIVERY_QUEUE, type DeliveryJobData } from '../queue/delivery-queue.js';
 import { workerRedisOptions } from '../queue/redis-connections.js';
 import { watchRedis } from '../queue/watch-redis.js';
 import { createFailureLog } from '../records/failure-log.js';
@@ -35,6 +30,13 @@ export interface RunningWorkers {
 }
 
 const SECOND = 1000;
+
+/**
+ * Completed jobs are kept a day (the audio is on disk); failed ones for inspection and replay.
+ * Set here rather than on each job, so the receiver's hot path does not carry them.
+ */
+const KEEP_COMPLETED = { age: 24 * 3600, count: 10_000 } as const;
+const KEEP_FAILED = { count: 50_000 } as const;
 
 export async function startWorkers(
   config: Config,
@@ -94,10 +96,8 @@ export async function startWorkers(
     },
   );
   worker.on('failed', (job, error) => {
-    const final =
-      job === undefined ||
-      error instanceof UnrecoverableError ||
-      job.attemptsMade >= (job.opts.attempts ?? 1);
+    // BullMQ sets finishedOn when the job moved to failed for good (a retry resets it to null).
+    const final = job === undefined || Boolean(job.finishedOn);
     logger[final ? 'error' : 'warn'](
       { jobId: job?.id, event: job?.name, attemptsMade: job?.attemptsMade, reason: error.message },
       final ? 'job failed; kept for inspection (audio-webhooks failed)' : 'job failed; will retry',
