@@ -1,11 +1,7 @@
-import { createApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { serve } from './http/serve.js';
 import { createLogger } from './logger.js';
-import { createMetrics } from './metrics.js';
-import { createDeliveryQueue } from './queue/delivery-queue.js';
-import { createWebRedis } from './queue/redis-connections.js';
-import { watchRedis } from './queue/watch-redis.js';
+import { createReceiver } from './receiver.js';
 import { shutdown, type ShutdownStep } from './shutdown.js';
 import { startWorkers } from './workers/start-workers.js';
 import type { Logger } from 'pino';
@@ -24,15 +20,17 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const logger = createLogger(config.logLevel);
-  const steps: ShutdownStep[] = [];
   let shuttingDown = false;
 
-  if (config.role !== 'worker') steps.push(...(await startWeb(config, logger, () => shuttingDown)));
-  if (config.role !== 'web') {
-    const workers = await startWorkers(config, logger);
-    // After the HTTP step: deliveries still arriving are stored; then active jobs finish.
-    steps.splice(1, 0, { name: 'workers', run: () => workers.close() });
-  }
+  const web =
+    config.role === 'worker' ? undefined : await startWeb(config, logger, () => shuttingDown);
+  const workers = config.role === 'web' ? undefined : await startWorkers(config, logger);
+  // Stop intake first, then let active jobs finish, then close the receiver's Redis connection.
+  const steps: ShutdownStep[] = [
+    ...(web ? [{ name: 'http', run: () => web.server.close() }] : []),
+    ...(workers ? [{ name: 'workers', run: () => workers.close() }] : []),
+    ...(web ? [{ name: 'redis', run: () => web.receiver.close() }] : []),
+  ];
 
   const onSignal = (signal: NodeJS.Signals) => {
     if (shuttingDown) return;
@@ -44,38 +42,11 @@ async function main(): Promise<void> {
   process.once('SIGINT', onSignal);
 }
 
-async function startWeb(
-  config: Config,
-  logger: Logger,
-  isShuttingDown: () => boolean,
-): Promise<ShutdownStep[]> {
-  // Start-up does not wait for Redis: the receiver answers 503 and /readyz says not ready until
-  // the connection is up, and it comes up on its own when Redis returns.
-  const redis = createWebRedis(config.redisUrl);
-  watchRedis(redis, logger, 'web');
-  const queue = createDeliveryQueue({
-    connection: redis,
-    prefix: config.queuePrefix,
-    attempts: config.downloadAttempts,
-    backoffMs: config.downloadBackoffMs,
-  });
-  queue.on('error', (error: unknown) => {
-    logger.debug({ err: error }, 'queue error');
-  });
-  const metrics = createMetrics(queue);
-  const app = createApp({ config, logger, queue, redis, metrics, isShuttingDown });
-  const running = await serve(app, config.port, config.host);
-  logger.info({ port: running.port, path: config.webhookPath }, 'receiver listening');
-  return [
-    { name: 'http', run: () => running.close() },
-    { name: 'queue', run: () => queue.close() },
-    {
-      name: 'redis',
-      run: async () => {
-        await redis.quit();
-      },
-    },
-  ];
+async function startWeb(config: Config, logger: Logger, isShuttingDown: () => boolean) {
+  const receiver = createReceiver(config, logger, isShuttingDown);
+  const server = await serve(receiver.app, config.port, config.host);
+  logger.info({ port: server.port, path: config.webhookPath }, 'receiver listening');
+  return { receiver, server };
 }
 
 main().catch((error: unknown) => {

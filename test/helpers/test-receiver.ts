@@ -1,13 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Express } from 'express';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { createApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger } from '../../src/logger';
-import { createMetrics, type Metrics } from '../../src/metrics';
-import { createDeliveryQueue, type DeliveryQueue } from '../../src/queue/delivery-queue';
-import { createWebRedis } from '../../src/queue/redis-connections';
+import { createReceiver, type Receiver } from '../../src/receiver';
 import { signPayload } from '../../src/webhooks/sign-payload';
 
 export const TEST_SECRET = 'whsec_test_secret';
@@ -23,17 +19,13 @@ export function testConfig(env: Record<string, string> = {}): Config {
   });
 }
 
-export interface TestReceiver {
-  readonly app: Express;
+export interface TestReceiver extends Receiver {
   readonly config: Config;
-  readonly queue: DeliveryQueue;
-  readonly redis: Redis;
-  readonly metrics: Metrics;
-  /** Deletes every key under the test's prefix and closes the connections. */
+  /** Deletes every key under the test's prefix, then closes the connections. */
   close(): Promise<void>;
 }
 
-/** The app exactly as main.ts wires it for ROLE=web, once its Redis connection is ready. */
+/** The receiver exactly as main.ts builds it for ROLE=web, once its Redis connection is ready. */
 export async function createTestReceiver(
   env: Record<string, string> = {},
   {
@@ -42,29 +34,17 @@ export async function createTestReceiver(
   }: { logger?: Logger; waitForRedis?: boolean } = {},
 ): Promise<TestReceiver> {
   const config = testConfig(env);
-  const redis = createWebRedis(config.redisUrl);
-  redis.on('error', () => undefined);
-  const queue = createDeliveryQueue({
-    connection: redis,
-    prefix: config.queuePrefix,
-    attempts: config.downloadAttempts,
-    backoffMs: config.downloadBackoffMs,
-  });
-  queue.on('error', () => undefined);
+  const receiver = createReceiver(config, logger);
   // getVersion waits for BullMQ's one-time queue-meta write, so a test starts in steady state.
-  if (waitForRedis) await queue.getVersion();
-  const metrics = createMetrics(queue);
-  const app = createApp({ config, logger, queue, redis, metrics });
+  if (waitForRedis) await receiver.queue.getVersion();
   return {
-    app,
+    ...receiver,
     config,
-    queue,
-    redis,
-    metrics,
     async close() {
-      if (redis.status === 'ready') await deleteKeys(redis, `${config.queuePrefix}:*`);
-      await queue.close();
-      redis.disconnect();
+      if (receiver.redis.status === 'ready') {
+        await deleteKeys(receiver.redis, `${config.queuePrefix}:*`);
+      }
+      await receiver.close();
     },
   };
 }

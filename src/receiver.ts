@@ -1,0 +1,64 @@
+import type { Express } from 'express';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { createApp } from './app.js';
+import type { Config } from './config.js';
+import { createMetrics, type Metrics } from './metrics.js';
+import { createDeliveryQueue, type DeliveryQueue } from './queue/delivery-queue.js';
+import { createWebRedis } from './queue/redis-connections.js';
+import { watchRedis } from './queue/watch-redis.js';
+
+export interface Receiver {
+  readonly app: Express;
+  readonly queue: DeliveryQueue;
+  /** The fail-fast connection the queue and /readyz share. */
+  readonly redis: Redis;
+  readonly metrics: Metrics;
+  /** Closes the queue and the Redis connection (after the HTTP server has stopped). */
+  close(): Promise<void>;
+}
+
+/**
+ * The HTTP half, wired as ROLE=web runs it (main.ts, the tests). It does not wait for Redis: the
+ * receiver answers 503 and /readyz says not ready until the connection is up, and it comes up on
+ * its own when Redis returns.
+ */
+export function createReceiver(
+  config: Config,
+  logger: Logger,
+  isShuttingDown?: () => boolean,
+): Receiver {
+  const redis = createWebRedis(config.redisUrl);
+  watchRedis(redis, logger, 'web');
+  const queue = createDeliveryQueue({
+    connection: redis,
+    prefix: config.queuePrefix,
+    attempts: config.downloadAttempts,
+    backoffMs: config.downloadBackoffMs,
+  });
+  queue.on('error', (error: unknown) => {
+    logger.debug({ err: error }, 'queue error');
+  });
+  const metrics = createMetrics(queue);
+  const app = createApp({
+    config,
+    logger,
+    queue,
+    redis,
+    metrics,
+    ...(isShuttingDown === undefined ? {} : { isShuttingDown }),
+  });
+  return {
+    app,
+    queue,
+    redis,
+    metrics,
+    async close() {
+      await queue.close();
+      // quit() needs a live connection; during an outage there is nothing left to flush.
+      await redis.quit().catch(() => {
+        redis.disconnect();
+      });
+    },
+  };
+}
