@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { DELIVERY_QUEUE } from '../src/queue/delivery-queue.js';
 import { dedupeId } from '../src/queue/enqueue-delivery.js';
 
 /**
@@ -14,10 +15,10 @@ export async function countLost(
   for (let i = 0; i < ids.length; i += 1000) {
     const batch = ids.slice(i, i + 1000);
     const jobIds = await redis.mget(
-      ...batch.map((id) => `${prefix}:deliveries:de:${dedupeId('audio.ready', id)}`),
+      ...batch.map((id) => `${prefix}:${DELIVERY_QUEUE}:de:${dedupeId('audio.ready', id)}`),
     );
     const exists = redis.pipeline();
-    for (const jobId of jobIds) exists.exists(`${prefix}:deliveries:${jobId ?? 'missing'}`);
+    for (const jobId of jobIds) exists.exists(`${prefix}:${DELIVERY_QUEUE}:${jobId ?? 'missing'}`);
     const answers = (await exists.exec()) ?? [];
     lost += answers.filter(([error, count]) => error !== null || count !== 1).length;
   }

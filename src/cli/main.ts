@@ -120,26 +120,12 @@ async function runRedisCommand(
   const prefix = config.queuePrefix;
   if (command === 'revoked-keys') {
     const keys = await createRevocationRegistry(redis, prefix).listRevokedKeys();
-    printRows(
-      output,
-      keys.map((k) => ({ id: k.id, revoked_at: k.revoked_at, payload: k.payload })),
-      ['id', 'revoked_at', 'payload'],
-      json,
-    );
+    printRows(output, keys, ['id', 'revoked_at', 'payload'], json);
     return 0;
   }
   if (command === 'failures') {
     const failures = await createFailureLog(redis, prefix).list();
-    printRows(
-      output,
-      failures.map((f) => ({
-        id: f.id,
-        received_at: f.received_at,
-        payload: f.payload,
-      })),
-      ['id', 'received_at', 'payload'],
-      json,
-    );
+    printRows(output, failures, ['id', 'received_at', 'payload'], json);
     return 0;
   }
   const queue = createDeliveryQueue({

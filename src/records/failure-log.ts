@@ -1,11 +1,12 @@
 import type { Redis } from 'ioredis';
 import type { AudioFailedEvent } from '../webhooks/events.js';
 
-export interface RecordedFailure {
+// A type, not an interface: records are printed by the CLI as they are (rows need an index).
+export type RecordedFailure = {
   readonly id: string;
   readonly received_at: string;
   readonly payload: AudioFailedEvent['data'];
-}
+};
 
 export interface FailureLog {
   /** Records an `audio.failed`; false when this id is already recorded. */

@@ -1,12 +1,13 @@
 import type { Redis } from 'ioredis';
 import type { KeyRevokedEvent } from '../webhooks/events.js';
 
-export interface RevokedKey {
+// A type, not an interface: records are printed by the CLI as they are (rows need an index).
+export type RevokedKey = {
   readonly id: string;
   /** When the receiver accepted the revocation, ISO 8601. */
   readonly revoked_at: string;
   readonly payload: KeyRevokedEvent['data'];
-}
+};
 
 export interface RevocationRegistry {
   /** Records a revocation; false when it was already recorded (a re-run job changes nothing). */

@@ -149,8 +149,3 @@ export async function createLocalAudioStore(dir: string): Promise<AudioStore> {
     },
   };
 }
-
-/** One buffer as a source, for writing small files (metadata) through the same atomic path. */
-export function bufferSource(data: string): Iterable<Uint8Array> {
-  return [Buffer.from(data, 'utf8')];
-}

@@ -1,9 +1,11 @@
 import type { Logger } from 'pino';
+import type { Config } from '../config.js';
 import type { RevocationRegistry } from '../records/revocation-registry.js';
 import type { AudioMetadata } from '../storage/audio-store.js';
 import type { AudioFailedEvent, AudioReadyEvent, KeyRevokedEvent } from '../webhooks/events.js';
 
 export interface HookContext {
+  readonly config: Config;
   readonly logger: Logger;
   readonly revocations: RevocationRegistry;
 }

@@ -2,7 +2,6 @@ import { classifyNetworkError, openDownload } from '../../download/open-download
 import { Meter } from '../../download/meter.js';
 import type { AudioMetadata } from '../../storage/audio-store.js';
 import { audioExtension, fileStem } from '../../storage/file-name.js';
-import { bufferSource } from '../../storage/local-audio-store.js';
 import type { AudioReadyEvent } from '../../webhooks/events.js';
 import type { JobInfo, WorkerContext } from '../worker-context.js';
 
@@ -64,7 +63,7 @@ async function download(
       job_id: job.id,
     };
     // Written last: its presence means the audio beside it is complete.
-    await store.write(`${stem}.json`, bufferSource(`${JSON.stringify(metadata, null, 2)}\n`));
+    await store.write(`${stem}.json`, [Buffer.from(`${JSON.stringify(metadata, null, 2)}\n`)]);
     return metadata;
   } catch (error: unknown) {
     throw classifyNetworkError(error, signal);
