@@ -6,14 +6,8 @@ declare global {
   var privateRedis: PrivateRedis | undefined;
 }
 
-/**
- * Once per `npm test`: build dist/ (the shutdown and crash tests run the real `node dist/main.js`),
- * then use REDIS_URL when set, else start a private redis-server. Workers inherit process.env.
- */
-export default async function globalSetup(): Promise<void> {
-  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
-    stdio: 'inherit',
-  });
+/** REDIS_URL when set and answering; else a private redis-server; else a clear error. */
+export async function provideRedis(): Promise<void> {
   const given = process.env.REDIS_URL;
   if (given) {
     const redis = new Redis(given, {
@@ -36,4 +30,16 @@ export default async function globalSetup(): Promise<void> {
   }
   globalThis.privateRedis = await startPrivateRedis();
   process.env.REDIS_URL = globalThis.privateRedis.url;
+}
+
+/**
+ * Once per `npm test`: Redis first, so a missing Redis fails at once with how to provide it; then
+ * build dist/ (the shutdown and crash tests run the real `node dist/main.js`). Workers inherit
+ * process.env, REDIS_URL included.
+ */
+export default async function globalSetup(): Promise<void> {
+  await provideRedis();
+  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
+    stdio: 'inherit',
+  });
 }

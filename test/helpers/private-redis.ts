@@ -37,7 +37,12 @@ export async function freePort(): Promise<number> {
 /** Append-only file fsynced every second, as docker-compose.yml runs Redis in production. */
 const PERSISTENT = ['--appendonly', 'yes', '--appendfsync', 'everysec'];
 
-function launch(port: number, dir: string, persistent: boolean): Promise<ChildProcess> {
+function launch(
+  command: string,
+  port: number,
+  dir: string,
+  persistent: boolean,
+): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
     const args = [
       '--port',
@@ -50,7 +55,7 @@ function launch(port: number, dir: string, persistent: boolean): Promise<ChildPr
       dir,
       ...(persistent ? PERSISTENT : ['--appendonly', 'no']),
     ];
-    const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
@@ -71,10 +76,14 @@ function launch(port: number, dir: string, persistent: boolean): Promise<ChildPr
 }
 
 /** A redis-server of the test's own on a free loopback port: safe to stop on purpose. */
-export async function startPrivateRedis({ persistent = false } = {}): Promise<PrivateRedis> {
+export async function startPrivateRedis({
+  persistent = false,
+  /** The server binary; found on PATH by default. */
+  command = 'redis-server',
+} = {}): Promise<PrivateRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'aw-redis-'));
-  let child: ChildProcess | undefined = await launch(port, dir, persistent);
+  let child: ChildProcess | undefined = await launch(command, port, dir, persistent);
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
@@ -91,7 +100,7 @@ export async function startPrivateRedis({ persistent = false } = {}): Promise<Pr
       });
     },
     async start() {
-      child ??= await launch(port, dir, persistent);
+      child ??= await launch(command, port, dir, persistent);
     },
     freeze: () => child?.kill('SIGSTOP'),
     thaw: () => child?.kill('SIGCONT'),
