@@ -1,57 +1,84 @@
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { serve } from './http/serve.js';
+import { hooks } from './custom/hooks.js';
+import { createStore } from './custom/store.js';
+import { ListenError, serve } from './http/serve.js';
+import { loadDotEnv } from './load-dotenv.js';
 import { createLogger } from './logger.js';
 import { createReceiver } from './receiver.js';
 import { shutdown, type ShutdownStep } from './shutdown.js';
+import { reportStartup } from './startup-report.js';
+import { StorageError } from './storage/storage-errors.js';
 import { startWorkers } from './workers/start-workers.js';
+import { CaFileError } from './workers/worker-context.js';
 import type { Logger } from 'pino';
 
 /**
- * Composition root: config, logger, then the HTTP receiver and/or the workers per ROLE, and the
- * shutdown order. Nothing else in src/ reads process.env or installs signal handlers.
+ * Composition root: .env, config, logger, then the HTTP receiver and/or the workers per ROLE (with
+ * the team's own hooks and store from src/custom/), and the shutdown order. Nothing else in src/
+ * reads process.env or installs signal handlers.
  */
 async function main(): Promise<void> {
-  let config: Config;
-  try {
-    config = loadConfig();
-  } catch (error: unknown) {
-    if (!(error instanceof ConfigError)) throw error;
-    process.stderr.write(`${error.message}\n`);
-    process.exit(1);
-  }
+  const dotenv = loadDotEnv();
+  const config = loadConfig();
   const logger = createLogger(config.logLevel);
   let shuttingDown = false;
 
   const web =
     config.role === 'worker' ? undefined : await startWeb(config, logger, () => shuttingDown);
-  const workers = config.role === 'web' ? undefined : await startWorkers(config, logger);
+  const workers =
+    config.role === 'web'
+      ? undefined
+      : await startWorkers(config, logger, {
+          hooks,
+          store: await createStore?.(config, logger),
+        });
+  reportStartup(config, logger, {
+    dotenv,
+    ...(web ? { listen: `${config.host}:${web.server.port}` } : {}),
+  });
+
   // Stop intake first, then let active jobs finish, then close the receiver's Redis connection.
   const steps: ShutdownStep[] = [
     ...(web ? [{ name: 'http', run: () => web.server.close() }] : []),
     ...(workers ? [{ name: 'workers', run: () => workers.close() }] : []),
     ...(web ? [{ name: 'redis', run: () => web.receiver.close() }] : []),
   ];
-
   const onSignal = (signal: NodeJS.Signals) => {
-    if (shuttingDown) return;
+    if (shuttingDown) {
+      // The operator asked twice: they want it gone now. Cut-off jobs are re-run elsewhere.
+      logger.warn({ signal }, 'second signal: exiting now without waiting');
+      process.exit(1);
+    }
     shuttingDown = true;
-    logger.info({ signal }, 'shutting down');
+    logger.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'shutting down');
     void shutdown(steps, config.shutdownTimeoutMs, logger).then((code) => process.exit(code));
   };
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
 }
 
 async function startWeb(config: Config, logger: Logger, isShuttingDown: () => boolean) {
   const receiver = createReceiver(config, logger, isShuttingDown);
-  const server = await serve(receiver.app, config.port, config.host);
-  logger.info({ port: server.port, path: config.webhookPath }, 'receiver listening');
+  const server = await serve(receiver.app, config.port, config.host).catch(
+    async (error: unknown) => {
+      await receiver.close();
+      throw error;
+    },
+  );
   return { receiver, server };
 }
 
+/** Errors an operator fixes by changing a setting: their message says which; no stack helps. */
+const SETTING_ERRORS = [ConfigError, ListenError, StorageError, CaFileError];
+
 main().catch((error: unknown) => {
-  process.stderr.write(
-    `fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-  );
+  const known = SETTING_ERRORS.some((kind) => error instanceof kind);
+  const text =
+    error instanceof Error
+      ? known
+        ? error.message
+        : (error.stack ?? error.message)
+      : String(error);
+  process.stderr.write(`audio-webhooks: ${known ? '' : 'fatal: '}${text}\n`);
   process.exit(1);
 });

@@ -17,6 +17,8 @@ export interface Metrics {
   readonly deliveries: Counter<'outcome' | 'event'>;
   readonly signatureFailures: Counter<'reason'>;
   readonly enqueueSeconds: Histogram;
+  readonly signatureMatches: Counter<'secret'>;
+  readonly clockSkewSeconds: Histogram;
 }
 
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed'] as const;
@@ -62,6 +64,18 @@ export function createMetrics(queue?: DeliveryQueue): Metrics {
       name: 'webhook_enqueue_duration_seconds',
       help: 'Time to store a delivery (dedupe + enqueue, one Redis round trip)',
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    signatureMatches: new Counter({
+      name: 'webhook_signature_matches_total',
+      help: 'Verified deliveries by the index of the configured secret that verified (0 = first): rotation progress',
+      labelNames: ['secret'],
+      registers: [registry],
+    }),
+    clockSkewSeconds: new Histogram({
+      name: 'webhook_signature_clock_skew_seconds',
+      help: 'now − t of verified deliveries, in seconds (negative: the sender clock is ahead)',
+      buckets: [-300, -120, -60, -30, -10, -5, -1, 0, 1, 5, 10, 30, 60, 120, 300],
       registers: [registry],
     }),
   };

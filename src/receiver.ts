@@ -5,8 +5,8 @@ import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createDeliveryQueue, type DeliveryQueue } from './queue/delivery-queue.js';
-import { createWebRedis } from './queue/redis-connections.js';
-import { watchRedis } from './queue/watch-redis.js';
+import { createWebRedis, redisTarget } from './redis/connections.js';
+import { watchRedis } from './redis/watch-redis.js';
 
 export interface Receiver {
   readonly app: Express;
@@ -28,14 +28,9 @@ export function createReceiver(
   logger: Logger,
   isShuttingDown?: () => boolean,
 ): Receiver {
-  const redis = createWebRedis(config.redisUrl);
-  watchRedis(redis, logger, 'web');
-  const queue = createDeliveryQueue({
-    connection: redis,
-    prefix: config.queuePrefix,
-    attempts: config.downloadAttempts,
-    backoffMs: config.downloadBackoffMs,
-  });
+  const redis = createWebRedis(config);
+  watchRedis(redis, logger, 'web', redisTarget(config));
+  const queue = createDeliveryQueue({ connection: redis, prefix: config.queuePrefix });
   queue.on('error', (error: unknown) => {
     logger.debug({ err: error }, 'queue error');
   });

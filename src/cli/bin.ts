@@ -1,9 +1,11 @@
+import { loadDotEnv } from '../load-dotenv.js';
 import { describeError } from './cli-errors.js';
 import { runCli } from './main.js';
 
 const stdout = { out: (text: string) => process.stdout.write(text) };
 const stderr = { out: (text: string) => process.stderr.write(text) };
 
+loadDotEnv();
 runCli(process.argv.slice(2), process.env, stdout, stderr).then(
   (code) => {
     process.exitCode = code;

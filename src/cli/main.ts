@@ -1,23 +1,46 @@
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { createDeliveryQueue } from '../queue/delivery-queue.js';
+import { createCliRedis, redisTarget } from '../redis/connections.js';
 import { createFailureLog } from '../records/failure-log.js';
 import { createRevocationRegistry } from '../records/revocation-registry.js';
 import { describeError, OperationalError, UsageError } from './cli-errors.js';
-import { printRows, redactUrl, type Output } from './print.js';
+import { printRows, type Output } from './print.js';
 import { listFailed, retryFailed } from './queue-commands.js';
 import { send } from './send.js';
 
-export const USAGE = `usage: audio-webhooks <command> [options]   (configured by the service's environment variables)
+/** One entry per command: its synopsis and what it does; `help` and `<command> --help` print them. */
+const COMMANDS: Readonly<Record<string, { readonly synopsis: string; readonly does: string }>> = {
+  send: {
+    synopsis: 'send <event> [--url U] [--secret S] [--id ID] [--data JSON]',
+    does: 'sign a sample delivery as the provider does and POST it (default URL: this PORT and WEBHOOK_PATH)',
+  },
+  failed: {
+    synopsis: 'failed [--json]',
+    does: 'failed jobs: id, event, data.id, reason, attempts',
+  },
+  retry: { synopsis: 'retry <jobId> | --all', does: 'put failed jobs back on the queue' },
+  'revoked-keys': { synopsis: 'revoked-keys [--json]', does: 'the revocation registry' },
+  failures: { synopsis: 'failures [--json]', does: 'recorded audio.failed events' },
+  help: { synopsis: 'help [command]', does: "this text, or one command's" },
+};
 
-  send <event> [--url U] [--secret S] [--id ID] [--data JSON]
-                          sign a sample delivery as the provider does and POST it
-  failed [--json]         failed jobs: id, event, data.id, reason, attempts
-  retry <jobId> | --all   put failed jobs back on the queue
-  revoked-keys [--json]   the revocation registry
-  failures [--json]       recorded audio.failed events
+export const USAGE = `usage: audio-webhooks <command> [options]   (configured by the service's environment variables; .env is read when present)
+
+${Object.values(COMMANDS)
+  .map(({ synopsis, does }) => `  ${synopsis}\n      ${does}`)
+  .join('\n')}
+
+exit codes: 0 success, 1 Redis or the URL unreachable (or send got no 2xx), 2 bad arguments
 `;
+
+function commandUsage(command: string): string {
+  const entry = COMMANDS[command];
+  return entry === undefined
+    ? USAGE
+    : `usage: audio-webhooks ${entry.synopsis}\n\n  ${entry.does}\n`;
+}
 
 const OPTIONS = {
   json: { type: 'boolean' },
@@ -53,8 +76,12 @@ export async function runCli(
       strict: true,
     });
     const [command, ...rest] = positionals;
-    if (values.help === true) {
-      output.out(USAGE);
+    if (command === 'help' || (values.help === true && command === undefined)) {
+      output.out(rest[0] === undefined ? USAGE : commandUsage(rest[0]));
+      return 0;
+    }
+    if (values.help === true && command !== undefined && command in COMMANDS) {
+      output.out(commandUsage(command));
       return 0;
     }
     const accepted = command === undefined ? undefined : ACCEPTS[command];
@@ -64,14 +91,11 @@ export async function runCli(
     if (extra.length > 0) throw new UsageError(`${command} does not take --${extra.join(', --')}`);
 
     // The CLI reads the service's configuration; only `send` needs a secret, and takes --secret.
-    const config = loadConfig({
-      ...env,
-      WEBHOOK_SECRETS: env.WEBHOOK_SECRETS || 'not-needed-by-the-cli',
-    });
+    const config = loadConfig(env, { forCli: true });
     if (command === 'send') {
       if (rest.length !== 1 || rest[0] === undefined)
         throw new UsageError('send takes exactly one event name');
-      const secret = values.secret ?? (env.WEBHOOK_SECRETS ? config.webhookSecrets[0] : undefined);
+      const secret = values.secret ?? config.webhookSecrets[0];
       return await send(
         { event: rest[0], url: values.url, secret, id: values.id, data: values.data },
         config,
@@ -128,12 +152,7 @@ async function runRedisCommand(
     printRows(output, failures, ['id', 'received_at', 'payload'], json);
     return 0;
   }
-  const queue = createDeliveryQueue({
-    connection: redis,
-    prefix,
-    attempts: config.downloadAttempts,
-    backoffMs: config.downloadBackoffMs,
-  });
+  const queue = createDeliveryQueue({ connection: redis, prefix });
   try {
     return command === 'failed'
       ? await listFailed(queue, json, output)
@@ -145,12 +164,7 @@ async function runRedisCommand(
 
 /** One connection that gives up at once: an unreachable Redis is one clear line, not a hang. */
 async function withRedis<T>(config: Config, work: (redis: Redis) => Promise<T>): Promise<T> {
-  const redis = new Redis(config.redisUrl, {
-    lazyConnect: true,
-    connectTimeout: 3000,
-    maxRetriesPerRequest: 1,
-    retryStrategy: () => null,
-  });
+  const redis = createCliRedis(config);
   // ioredis reports the cause (ECONNREFUSED, ENOTFOUND) as an event, then rejects vaguely.
   let cause: unknown;
   redis.on('error', (error: unknown) => (cause ??= error));
@@ -159,7 +173,7 @@ async function withRedis<T>(config: Config, work: (redis: Redis) => Promise<T>):
   } catch (error: unknown) {
     redis.disconnect();
     const reason = describeError(cause ?? error);
-    throw new OperationalError(`cannot reach Redis at ${redactUrl(config.redisUrl)}: ${reason}`);
+    throw new OperationalError(`cannot reach Redis at ${redisTarget(config)}: ${reason}`);
   }
   try {
     return await work(redis);

@@ -34,14 +34,3 @@ export function printRows(
     `${[line([...columns]), ...rows.map((r) => line(columns.map((c) => cell(r, c))))].join('\n')}\n`,
   );
 }
-
-/** A Redis URL fit for an error message: the password never is. */
-export function redactUrl(raw: string): string {
-  try {
-    const url = new URL(raw);
-    if (url.password) url.password = '***';
-    return url.href;
-  } catch {
-    return '(unparseable URL)';
-  }
-}

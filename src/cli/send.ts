@@ -39,6 +39,9 @@ export async function send(args: SendArgs, config: Config, output: Output): Prom
   }
   const data = args.data === undefined ? {} : parseData(args.data);
   const url = args.url ?? `http://127.0.0.1:${config.port}${config.webhookPath}`;
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+    throw new UsageError(`--url must be an http:// or https:// URL, not ${JSON.stringify(url)}`);
+  }
   const body = JSON.stringify(
     sampleDelivery(args.event, {
       data,

@@ -1,4 +1,4 @@
-import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, buildConnector } from 'undici';
 import { BlockedAddressError } from './download-errors.js';
@@ -12,13 +12,23 @@ export interface GuardedAgentOptions {
   readonly connectTimeoutMs: number;
   readonly headersTimeoutMs: number;
   readonly bodyIdleTimeoutMs: number;
+  /** Resolves a name to all its addresses; Node's DNS lookup unless a test stands in for it. */
+  readonly resolve?: Resolver;
 }
 
+export type Resolver = (
+  hostname: string,
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
+const systemResolver: Resolver = (hostname, callback) => {
+  dnsLookup(hostname, { all: true }, callback);
+};
+
 /** DNS answers are filtered: a name that resolves only to private addresses fails here. */
-function guardedLookup(allowPrivate: boolean): LookupFunction {
+function guardedLookup(allowPrivate: boolean, resolve: Resolver): LookupFunction {
   return (hostname, options, callback) => {
-    const all: LookupAllOptions = { ...options, all: true };
-    dnsLookup(hostname, all, (error, addresses: LookupAddress[]) => {
+    resolve(hostname, (error, addresses) => {
       if (error) {
         callback(error, '', 0);
         return;
@@ -45,7 +55,7 @@ export function createGuardedAgent(options: GuardedAgentOptions): Agent {
   const allow = options.allowPrivateIps;
   const base = buildConnector({
     timeout: options.connectTimeoutMs,
-    lookup: guardedLookup(allow),
+    lookup: guardedLookup(allow, options.resolve ?? systemResolver),
     ...(options.ca === undefined ? {} : { ca: options.ca as string[] }),
   });
   return new Agent({

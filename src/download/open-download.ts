@@ -1,4 +1,5 @@
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable, type Transform } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { errors, request, type Dispatcher } from 'undici';
 import { formatBytes } from './format-bytes.js';
 import { PermanentDownloadError, TransientDownloadError } from './download-errors.js';
@@ -23,6 +24,33 @@ export interface OpenedDownload {
 
 const ACCEPTABLE_TYPE = /^(audio\/[\w.+-]+|application\/octet-stream)$/;
 const REDIRECT = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * We ask for `identity`, but a CDN may compress anyway; its bytes stored as `.mp3` would not be
+ * the audio. The common encodings are decoded (the meter then caps the decoded size, so a
+ * compression bomb stops at DOWNLOAD_MAX_BYTES); anything else is refused.
+ */
+const DECODERS: Readonly<Record<string, () => Transform>> = {
+  gzip: createGunzip,
+  'x-gzip': createGunzip,
+  deflate: createInflate,
+  br: createBrotliDecompress,
+};
+
+function decoded(body: Readable, header: string | string[] | undefined): Readable {
+  const encoding = String(header ?? 'identity')
+    .trim()
+    .toLowerCase();
+  if (encoding === 'identity' || encoding === '') return body;
+  const decoder = DECODERS[encoding];
+  if (decoder === undefined) {
+    throw new PermanentDownloadError(
+      `content encoding "${encoding}" is not supported; only gzip, deflate and br are decoded`,
+    );
+  }
+  // pipeline carries an error of either side to the other and out of the returned stream.
+  return pipeline(body, decoder(), () => undefined);
+}
 
 /** Throws PermanentDownloadError unless the URL is https and its origin is allowed. */
 export function checkUrl(url: URL, allowedOrigins: readonly string[]): void {
@@ -67,7 +95,7 @@ export async function openDownload(
     const res = await request(url, {
       dispatcher: options.dispatcher,
       signal: options.signal,
-      headers: { accept: 'audio/*, application/octet-stream' },
+      headers: { accept: 'audio/*, application/octet-stream', 'accept-encoding': 'identity' },
     }).catch((error: unknown) => {
       throw classifyNetworkError(error, options.signal);
     });
@@ -97,7 +125,12 @@ export async function openDownload(
         `audio of ${formatBytes(declared)} is over the ${formatBytes(options.maxBytes)} limit (DOWNLOAD_MAX_BYTES)`,
       );
     }
-    return { body: res.body, url, contentType };
+    try {
+      return { body: decoded(res.body, res.headers['content-encoding']), url, contentType };
+    } catch (error: unknown) {
+      await discard(res.body);
+      throw error;
+    }
   }
   throw new PermanentDownloadError(`more than ${maxRedirects} redirects`);
 }

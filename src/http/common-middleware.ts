@@ -8,8 +8,14 @@ const REQUEST_ID = /^[\w\-.:]{1,128}$/;
 
 /** Fields a route wants on the request's one log line (set on `res.locals.logFields`). */
 export function addLogFields(res: Response, fields: Record<string, unknown>): void {
-  res.locals.logFields = fields;
+  res.locals.logFields = {
+    ...(res.locals.logFields as Record<string, unknown> | undefined),
+    ...fields,
+  };
 }
+
+/** The load balancer's and Prometheus's polls: logged at debug, or they drown everything else. */
+const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
  * Settings and middleware every request passes through: security headers, no `x-powered-by`, no
@@ -31,7 +37,10 @@ export function applyCommonMiddleware(app: Express, logger: Logger): void {
         res.setHeader('X-Request-Id', id);
         return id;
       },
-      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
+      customLogLevel: (req, res, error) => {
+        if (error !== undefined || res.statusCode >= 500) return 'error';
+        return PROBES.has(req.url) ? 'debug' : 'info';
+      },
       // Lean lines: no header dump (the signature is redacted anyway), cheaper on the hot path.
       serializers: {
         req: (req: { id: unknown; method: string; url: string; remoteAddress?: string }) => ({

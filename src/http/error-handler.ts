@@ -1,4 +1,5 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { addLogFields } from './common-middleware.js';
 import { HttpError } from './http-errors.js';
 
 /** Unmatched paths get the same JSON error shape as everything else. */
@@ -8,13 +9,15 @@ export const notFound: RequestHandler = (_req, res) => {
 
 /**
  * The one error handler: every error body is `{"detail": "…"}`, the shape the provider itself uses.
- * Unexpected errors are logged with their stack and answered without internals.
+ * A client's error (4xx) is expected: its detail rides on the request's one log line, no stack.
+ * Our own trouble (5xx) is logged with its cause; unexpected errors are answered without internals.
  */
 // Express recognises an error handler by its four parameters, so `_next` must stay.
 export const errorHandler: ErrorRequestHandler = (error: unknown, req, res, _next) => {
   if (error instanceof HttpError) {
-    const level = error.status >= 500 ? 'error' : 'info';
-    req.log[level]({ err: error.cause ?? error, status: error.status }, error.detail);
+    if (error.status >= 500)
+      req.log.error({ err: error.cause ?? error, status: error.status }, error.detail);
+    else addLogFields(res, { detail: error.detail });
     if (!res.headersSent)
       res.set(error.headers).status(error.status).json({ detail: error.detail });
     return;

@@ -1,6 +1,31 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
+import { deferContinue } from './expect-continue.js';
+
+/** The listener could not start; the message names the variable to fix. */
+export class ListenError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ListenError';
+  }
+}
+
+function listenProblem(error: NodeJS.ErrnoException, port: number, host: string): string {
+  switch (error.code) {
+    case 'EADDRINUSE':
+      return `PORT ${port} is already in use on HOST ${host}: set PORT to a free port, or stop the other process`;
+    case 'EACCES':
+      return `PORT ${port} on HOST ${host} needs privileges this process lacks: set PORT above 1023`;
+    case 'EADDRNOTAVAIL':
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_NONAME':
+      return `HOST ${host} is not an address of this machine: set HOST to one of its addresses, or 0.0.0.0 for all`;
+    default:
+      return `cannot listen on HOST ${host} PORT ${port}: ${error.message}`;
+  }
+}
 
 export interface RunningServer {
   readonly server: Server;
@@ -18,6 +43,7 @@ export const SERVER_TIMEOUTS = { keepAliveMs: 65_000, headersMs: 20_000, request
 
 export async function serve(app: Express, port: number, host: string): Promise<RunningServer> {
   const server = createServer(app);
+  deferContinue(server);
   server.keepAliveTimeout = SERVER_TIMEOUTS.keepAliveMs;
   server.headersTimeout = SERVER_TIMEOUTS.headersMs;
   server.requestTimeout = SERVER_TIMEOUTS.requestMs;
@@ -35,9 +61,11 @@ export async function serve(app: Express, port: number, host: string): Promise<R
   });
 
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      reject(new ListenError(listenProblem(error, port, host), { cause: error }));
+    });
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.removeAllListeners('error');
       resolve();
     });
   });

@@ -4,10 +4,17 @@ import type { Config } from '../config.js';
 import type { DeliveryOutcome, Metrics } from '../metrics.js';
 import type { DeliveryQueue } from '../queue/delivery-queue.js';
 import { enqueueDelivery } from '../queue/enqueue-delivery.js';
+import { StorageUnavailableError, UnstorableDeliveryError } from '../queue/store-errors.js';
+import { WEB_COMMAND_TIMEOUT_MS } from '../redis/connections.js';
 import { parseEvent } from '../webhooks/parse-event.js';
 import { verifySignature } from '../webhooks/verify-signature.js';
-import { HttpError, ServiceUnavailableError, SignatureError } from './http-errors.js';
 import { addLogFields } from './common-middleware.js';
+import {
+  BadRequestError,
+  HttpError,
+  ServiceUnavailableError,
+  SignatureError,
+} from './http-errors.js';
 import { readRawBody } from './read-raw-body.js';
 
 export interface WebhookRouteDeps {
@@ -48,20 +55,24 @@ export function webhookRoute(deps: WebhookRouteDeps): RequestHandler {
 
 async function receive(deps: WebhookRouteDeps, req: Request, res: Response): Promise<void> {
   const { config, metrics } = deps;
-  const body = await readRawBody(req, config.maxBodyBytes);
+  const body = await readRawBody(req, res, config.maxBodyBytes);
+  const now = Date.now() / 1000;
   const verified = verifySignature({
     header: req.headers['x-service-signature'] as string | undefined,
     body,
     secrets: config.webhookSecrets,
     toleranceSeconds: config.signatureToleranceSeconds,
-    now: Math.floor(Date.now() / 1000),
+    now: Math.floor(now),
   });
   if (!verified.ok) {
     metrics.signatureFailures.inc({ reason: verified.reason });
     throw new SignatureError(verified.reason, verified.detail);
   }
+  metrics.signatureMatches.inc({ secret: String(verified.secretIndex) });
+  metrics.clockSkewSeconds.observe(now - verified.timestamp);
 
   const parsed = parseEvent(body);
+  if (!parsed.ok) throw new BadRequestError(parsed.detail);
   if (!parsed.known) {
     // Acknowledged so the sender stops retrying an event we will never handle; counted and
     // logged so a new provider event is noticed.
@@ -76,15 +87,20 @@ async function receive(deps: WebhookRouteDeps, req: Request, res: Response): Pro
     throw new ServiceUnavailableError('storage unavailable; retry later', RETRY_AFTER_SECONDS);
   }
   const stopTimer = metrics.enqueueSeconds.startTimer();
-  const result = await enqueueDelivery(deps.queue, event, config.dedupeTtlSeconds).catch(
-    (cause: unknown) => {
+  const result = await enqueueDelivery(deps.queue, event, {
+    dedupeTtlSeconds: config.dedupeTtlSeconds,
+    deadlineMs: WEB_COMMAND_TIMEOUT_MS,
+  }).catch((error: unknown) => {
+    if (error instanceof StorageUnavailableError) {
       throw new ServiceUnavailableError(
         'could not store the delivery; retry later',
         RETRY_AFTER_SECONDS,
-        cause,
+        error,
       );
-    },
-  );
+    }
+    if (error instanceof UnstorableDeliveryError) throw new BadRequestError(error.message);
+    throw error;
+  });
   stopTimer();
   metrics.deliveries.inc({
     outcome: result.duplicate ? 'duplicate' : 'accepted',

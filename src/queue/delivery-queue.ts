@@ -4,6 +4,13 @@ import type { WebhookEvent } from '../webhooks/events.js';
 /** One queue for every event: the dispatcher picks the handler by job name (= event name). */
 export const DELIVERY_QUEUE = 'deliveries';
 
+/**
+ * Attempts a job may have at the most. The worker, not the receiver, decides how many it gets
+ * (DOWNLOAD_ATTEMPTS, applied in workers/retry-policy.ts): a setting read at enqueue time would
+ * be the web process's, and setting it on the workers would do nothing.
+ */
+export const JOB_ATTEMPTS_CEILING = 100;
+
 export interface DeliveryJobData {
   readonly event: WebhookEvent;
   /** When this receiver accepted the delivery, ISO 8601. */
@@ -15,10 +22,6 @@ export type DeliveryQueue = Queue<DeliveryJobData>;
 export interface DeliveryQueueOptions {
   readonly connection: ConnectionOptions;
   readonly prefix: string;
-  /** Attempts per job, the first included. */
-  readonly attempts: number;
-  /** First retry delay in ms; the worker's backoff strategy grows it (src/workers/retry-delay.ts). */
-  readonly backoffMs: number;
 }
 
 export function createDeliveryQueue(options: DeliveryQueueOptions): DeliveryQueue {
@@ -26,9 +29,10 @@ export function createDeliveryQueue(options: DeliveryQueueOptions): DeliveryQueu
     connection: options.connection,
     prefix: options.prefix,
     defaultJobOptions: {
-      attempts: options.attempts,
-      backoff: { type: 'retry-delay', delay: options.backoffMs },
-      // Retention is the worker's setting (start-workers.ts), not packed into every job.
+      attempts: JOB_ATTEMPTS_CEILING,
+      // The delay is the worker's (backoffStrategy in retry-policy.ts); only the type is stored.
+      backoff: { type: 'retry-delay' },
+      // Retention is the worker's setting too, not packed into every job.
     },
   });
 }

@@ -1,11 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import type { WebhookEvent } from '../webhooks/events.js';
 import type { DeliveryQueue } from './delivery-queue.js';
+import { classifyStoreError, StorageUnavailableError } from './store-errors.js';
 
 export interface EnqueueResult {
   readonly jobId: string;
   /** True when the same `event` + `data.id` was accepted within the dedupe window. */
   readonly duplicate: boolean;
+}
+
+export interface EnqueueOptions {
+  readonly dedupeTtlSeconds: number;
+  /**
+   * The whole store must answer within this; past it the delivery is not acknowledged. Commands
+   * queued behind a stalled pipeline each get ioredis's own timeout only once sent, which let a
+   * paused Redis hold requests for about 2 s; this bounds the request itself.
+   */
+  readonly deadlineMs: number;
+  readonly receivedAt?: Date;
 }
 
 /** The dedupe key: the sender re-sends the same event for the same item on every retry. */
@@ -18,16 +30,16 @@ export function dedupeId(event: string, id: string): string {
  * throttle mode): no moment exists in which a delivery is marked seen but not queued, so a crash
  * can never swallow one. The key outlives the job (removeOnComplete does not clear a key with a
  * ttl), so a retry after processing is still recognised. A fresh jobId per call tells the
- * outcome: BullMQ returns the earlier job's id when it deduplicated.
+ * outcome: BullMQ returns the earlier job's id when it deduplicated. Failures are classified:
+ * StorageUnavailableError (retry later), UnstorableDeliveryError (never), anything else a defect.
  */
 export async function enqueueDelivery(
   queue: DeliveryQueue,
   event: WebhookEvent,
-  dedupeTtlSeconds: number,
-  receivedAt = new Date(),
+  { dedupeTtlSeconds, deadlineMs, receivedAt = new Date() }: EnqueueOptions,
 ): Promise<EnqueueResult> {
   const jobId = randomUUID();
-  const job = await queue.add(
+  const add = queue.add(
     event.event,
     { event, receivedAt: receivedAt.toISOString() },
     {
@@ -35,5 +47,20 @@ export async function enqueueDelivery(
       deduplication: { id: dedupeId(event.event, event.data.id), ttl: dedupeTtlSeconds * 1000 },
     },
   );
-  return { jobId: job.id ?? jobId, duplicate: job.id !== jobId };
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      reject(new StorageUnavailableError(`Redis did not answer within ${deadlineMs} ms`));
+    }, deadlineMs);
+  });
+  try {
+    const job = await Promise.race([add, deadline]);
+    return { jobId: job.id ?? jobId, duplicate: job.id !== jobId };
+  } catch (error: unknown) {
+    // The add may still settle after the deadline; its late failure is of no further interest.
+    add.catch(() => undefined);
+    throw classifyStoreError(error);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -20,11 +20,14 @@ export interface AudioMetadata {
 
 /**
  * Where audio lands. Every write is atomic: no partial file ever carries its final name. To keep
- * audio elsewhere (S3, GCS), implement this interface and pass it to startWorkers.
+ * audio elsewhere (S3, GCS), implement this interface and return it from src/custom/store.ts.
+ * Storage trouble (full, read-only, no permission) is thrown as StorageError.
  */
 export interface AudioStore {
   /** Streams `source` into `name`, atomically and durably; a failing source leaves nothing. */
   write(name: string, source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<void>;
+  /** The bytes of a stored file, e.g. for a hook that uploads it elsewhere. */
+  read(name: string): AsyncIterable<Uint8Array>;
   /** The parsed `<stem>.json`, or undefined when there is none. */
   readMetadata(stem: string): Promise<AudioMetadata | undefined>;
   /** True when `name` exists with exactly these bytes (size, then SHA-256). */

@@ -14,6 +14,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { AudioMetadata, AudioStore } from './audio-store.js';
+import { storageError } from './storage-errors.js';
 
 /** Temp names say which host and process wrote them, so start-up removes only dead writers' files. */
 const HOST_TAG = createHash('sha256').update(hostname()).digest('hex').slice(0, 8);
@@ -51,12 +52,22 @@ async function writeAll(handle: FileHandle, buffer: Buffer, length: number): Pro
   }
 }
 
+type Wrap = (error: unknown) => Error;
+
 /**
  * Writes through two preallocated 1 MB buffers in turn: one is being written while the other
  * fills, so disk and network overlap, and nothing is allocated per batch, so memory stays flat
  * (two buffers per download) however large the file.
  */
-async function writeBatched(handle: FileHandle, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+async function writeBatched(
+  handle: FileHandle,
+  chunks: AsyncIterable<Uint8Array>,
+  fail: Wrap,
+): Promise<void> {
+  const write = (buffer: Buffer, length: number) =>
+    writeAll(handle, buffer, length).catch((error: unknown) => {
+      throw fail(error);
+    });
   let filling = Buffer.allocUnsafe(BATCH_BYTES);
   let spare = Buffer.allocUnsafe(BATCH_BYTES);
   let filled = 0;
@@ -71,7 +82,7 @@ async function writeBatched(handle: FileHandle, chunks: AsyncIterable<Uint8Array
         if (filled === BATCH_BYTES) {
           // The other buffer's write must be done before it is filled again.
           await inFlight;
-          inFlight = writeAll(handle, filling, filled);
+          inFlight = write(filling, filled);
           [filling, spare] = [spare, filling];
           filled = 0;
         }
@@ -83,33 +94,73 @@ async function writeBatched(handle: FileHandle, chunks: AsyncIterable<Uint8Array
     throw error;
   }
   await inFlight;
-  if (filled > 0) await writeAll(handle, filling, filled);
+  if (filled > 0) await write(filling, filled);
+}
+
+function tempName(): string {
+  return `.partial-${HOST_TAG}-${process.pid}-${randomBytes(8).toString('hex')}`;
+}
+
+/**
+ * Creates AUDIO_DIR and proves it writable with a real file (as root, permission bits say
+ * nothing; a read-only mount or a full disk only shows on a write), so a worker that cannot
+ * store audio refuses to start instead of failing every job.
+ */
+async function checkWritable(dir: string): Promise<void> {
+  const probe = join(dir, tempName());
+  try {
+    await mkdir(dir, { recursive: true });
+    const handle = await open(probe, 'wx', 0o644);
+    try {
+      await handle.write(Buffer.from('probe'));
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await unlink(probe);
+  } catch (error: unknown) {
+    await unlink(probe).catch(() => undefined);
+    throw storageError(error, 'checking it is a writable directory', dir);
+  }
 }
 
 /** Audio on the local filesystem (a volume in Docker). Names come from fileStem, never from input. */
 export async function createLocalAudioStore(dir: string): Promise<AudioStore> {
-  await mkdir(dir, { recursive: true });
+  await checkWritable(dir);
   return {
     async write(name, source) {
-      const temp = join(
-        dir,
-        `.partial-${HOST_TAG}-${process.pid}-${randomBytes(8).toString('hex')}`,
-      );
+      const temp = join(dir, tempName());
+      const fail = (error: unknown) => storageError(error, `writing ${name}`, dir);
       // 'wx': exclusive create, so two writers can never share a temp file.
-      const handle = await open(temp, 'wx', 0o644);
+      const handle = await open(temp, 'wx', 0o644).catch((error: unknown) => {
+        throw fail(error);
+      });
       try {
-        // Written through the handle itself, which stays open for the fsync below.
-        await pipeline(source, (chunks: AsyncIterable<Uint8Array>) => writeBatched(handle, chunks));
-        await handle.sync();
+        // Written through the handle itself, which stays open for the fsync below. A failing
+        // source keeps its own error; the filesystem's become StorageErrors.
+        await pipeline(source, (chunks: AsyncIterable<Uint8Array>) =>
+          writeBatched(handle, chunks, fail),
+        );
+        await handle.sync().catch((error: unknown) => {
+          throw fail(error);
+        });
         await handle.close();
-        await rename(temp, join(dir, name));
+        await rename(temp, join(dir, name)).catch((error: unknown) => {
+          throw fail(error);
+        });
       } catch (error: unknown) {
         await handle.close().catch(() => undefined);
         await unlink(temp).catch(() => undefined);
         throw error;
       }
       // The rename is durable only once the directory entry is.
-      await fsyncDirectory(dir);
+      await fsyncDirectory(dir).catch((error: unknown) => {
+        throw fail(error);
+      });
+    },
+
+    read(name) {
+      return createReadStream(join(dir, name));
     },
 
     async readMetadata(stem) {

@@ -1,42 +1,57 @@
-import { BadRequestError } from '../http/http-errors.js';
 import { isKnownEvent, webhookEventSchema, type WebhookEvent } from './events.js';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from './json-depth.js';
 
+/** A verified body, parsed; `ok: false` carries the reason a 400 gives the sender. */
 export type ParsedDelivery =
-  | { readonly known: true; readonly event: WebhookEvent }
-  | { readonly known: false; readonly event: string; readonly id: string };
+  | { readonly ok: true; readonly known: true; readonly event: WebhookEvent }
+  | { readonly ok: true; readonly known: false; readonly event: string; readonly id: string }
+  | { readonly ok: false; readonly detail: string };
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/**
+ * A lone UTF-16 surrogate (`"a\ud800"` is valid JSON): encoding it for a file name or a log
+ * turns it into U+FFFD, so two different ids would become one name.
+ */
+const LONE_SURROGATE = /\p{Cs}/u;
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+const refuse = (detail: string): ParsedDelivery => ({ ok: false, detail });
+
 /**
  * Parses a verified body. The envelope (`event`, `data`, `data.id`) is required of every event,
- * known or not; a known event is then checked against its schema. Throws BadRequestError.
+ * known or not; a known event is then checked against its schema. Pure: the route maps a refusal
+ * to 400.
  */
 export function parseEvent(body: Uint8Array): ParsedDelivery {
+  if (exceedsJsonDepth(body)) {
+    return refuse(`body nests deeper than ${MAX_JSON_DEPTH} levels; it cannot be stored as sent`);
+  }
   let json: unknown;
   try {
     json = JSON.parse(utf8.decode(body));
   } catch {
-    throw new BadRequestError('body is not valid UTF-8 JSON');
+    return refuse('body is not valid UTF-8 JSON');
   }
-  if (!isObject(json)) throw new BadRequestError('body must be a JSON object');
+  if (!isObject(json)) return refuse('body must be a JSON object');
   const { event, data } = json;
-  if (typeof event !== 'string' || event === '') {
-    throw new BadRequestError('event must be a non-empty string');
-  }
-  if (!isObject(data)) throw new BadRequestError('data must be an object');
+  if (typeof event !== 'string' || event === '') return refuse('event must be a non-empty string');
+  if (!isObject(data)) return refuse('data must be an object');
   if (typeof data.id !== 'string' || data.id === '') {
-    throw new BadRequestError('data.id must be a non-empty string');
+    return refuse('data.id must be a non-empty string');
   }
-  if (!isKnownEvent(event)) return { known: false, event, id: data.id };
+  if (LONE_SURROGATE.test(data.id)) {
+    return refuse('data.id must be well-formed Unicode (it holds a lone UTF-16 surrogate)');
+  }
+  if (!isKnownEvent(event)) return { ok: true, known: false, event, id: data.id };
 
   const result = webhookEventSchema.safeParse(json);
   if (!result.success) {
     const problems = result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
-    throw new BadRequestError(`invalid ${event} delivery: ${problems.join('; ')}`);
+    return refuse(`invalid ${event} delivery: ${problems.join('; ')}`);
   }
-  return { known: true, event: result.data };
+  return { ok: true, known: true, event: result.data };
 }

@@ -5,7 +5,12 @@ import { parseSignatureHeader } from './parse-signature-header.js';
 export type SignatureFailureReason = 'missing' | 'malformed' | 'timestamp' | 'mismatch';
 
 export type VerifyResult =
-  | { readonly ok: true; readonly timestamp: number }
+  | {
+      readonly ok: true;
+      readonly timestamp: number;
+      /** Which configured secret verified, 0 first: watch it to see a rotation complete. */
+      readonly secretIndex: number;
+    }
   | { readonly ok: false; readonly reason: SignatureFailureReason; readonly detail: string };
 
 export interface VerifyInput {
@@ -38,12 +43,12 @@ export function verifySignature(input: VerifyInput): VerifyResult {
       detail: `signature timestamp outside tolerance of ${input.toleranceSeconds} s; check the clocks`,
     };
   }
-  for (const secret of input.secrets) {
+  for (const [secretIndex, secret] of input.secrets.entries()) {
     const expected = computeSignature(secret, parsed.timestamp, input.body);
     for (const digest of parsed.digests) {
       // timingSafeEqual throws on unequal lengths; the parser guarantees 32 bytes, this keeps it so.
       if (digest.length === expected.length && timingSafeEqual(digest, expected)) {
-        return { ok: true, timestamp };
+        return { ok: true, timestamp, secretIndex };
       }
     }
   }

@@ -1,19 +1,24 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import type { FailureLog } from '../records/failure-log.js';
 import type { RevocationRegistry } from '../records/revocation-registry.js';
-import type { AudioMetadata } from '../storage/audio-store.js';
+import type { AudioMetadata, AudioStore } from '../storage/audio-store.js';
 import type { AudioFailedEvent, AudioReadyEvent, KeyRevokedEvent } from '../webhooks/events.js';
 
+/** What a hook may use. The store is the one the audio went to, local or your own. */
 export interface HookContext {
   readonly config: Config;
   readonly logger: Logger;
+  readonly store: AudioStore;
   readonly revocations: RevocationRegistry;
+  readonly failures: FailureLog;
 }
 
 /**
- * YOUR CODE GOES HERE. Each hook runs in a worker after the built-in handling of its event has
- * succeeded (the audio is on disk, the failure or revocation is recorded). A hook that throws
- * fails the job, which is retried with backoff and kept in `failed` for replay, so hooks must be
+ * The framework's side of the hooks: their types. YOUR hooks live in src/custom/hooks.ts, which
+ * upstream never edits. Each hook runs in a worker after the built-in handling of its event has
+ * succeeded (the audio is stored, the failure or revocation recorded). A hook that throws fails
+ * the job, which is retried with backoff and kept in `failed` for replay, so hooks must be
  * idempotent: the same event can reach them more than once.
  */
 export interface Hooks {
@@ -22,15 +27,9 @@ export interface Hooks {
   keyRevoked(event: KeyRevokedEvent, context: HookContext): Promise<void>;
 }
 
-/** The hooks as shipped: nothing beyond the built-in handling, which already logs each event. */
-export const defaultHooks: Hooks = {
-  async audioReady() {
-    // e.g. transcode the file, upload it to your bucket, mark the batch item done in your database.
-  },
-  async audioFailed() {
-    // e.g. resubmit the job, tell the user who asked for it.
-  },
-  async keyRevoked() {
-    // e.g. switch to a fresh API key from your secret store, page whoever owns the integration.
-  },
-};
+const nothing = () => Promise.resolve();
+
+/** The hooks you did not write: nothing beyond the built-in handling, which already logs. */
+export function withDefaults(hooks: Partial<Hooks> = {}): Hooks {
+  return { audioReady: nothing, audioFailed: nothing, keyRevoked: nothing, ...hooks };
+}

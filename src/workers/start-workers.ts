@@ -1,74 +1,54 @@
 import { UnrecoverableError, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { createGuardedAgent } from '../download/guarded-agent.js';
 import { DELIVERY_QUEUE, type DeliveryJobData } from '../queue/delivery-queue.js';
-import { workerRedisOptions } from '../queue/redis-connections.js';
-import { watchRedis } from '../queue/watch-redis.js';
-import { createFailureLog } from '../records/failure-log.js';
-import { createRevocationRegistry } from '../records/revocation-registry.js';
+import { createWorkerRedis, redisTarget } from '../redis/connections.js';
+import { isConnectionError, watchRedis } from '../redis/watch-redis.js';
 import type { AudioStore } from '../storage/audio-store.js';
-import { createLocalAudioStore } from '../storage/local-audio-store.js';
 import { webhookEventSchema } from '../webhooks/events.js';
 import { dispatch } from './dispatch.js';
-import { defaultHooks, type Hooks } from './hooks.js';
-import { retryDelay } from './retry-delay.js';
+import { withDefaults, type Hooks } from './hooks.js';
+import { backoffStrategy } from './retry-policy.js';
+import { createWorkerContext } from './worker-context.js';
 
 export interface WorkerOptions {
-  readonly hooks?: Hooks;
+  /** Your hooks (main.ts passes src/custom/hooks.ts); missing ones do nothing. */
+  readonly hooks?: Partial<Hooks>;
   /** Defaults to the local filesystem under AUDIO_DIR. */
-  readonly store?: AudioStore;
-  /** Extra CA certificates the downloader trusts (PEM); NODE_EXTRA_CA_CERTS works too. */
+  readonly store?: AudioStore | undefined;
+  /** Extra CA certificates the downloader trusts (PEM), on top of DOWNLOAD_CA_FILE. */
   readonly ca?: string;
 }
 
 export interface RunningWorkers {
   readonly worker: Worker<DeliveryJobData>;
-  /** Stops taking jobs, waits for the active ones, closes connections. */
+  /** Stops taking jobs, waits for the active ones (not while Redis is down), closes connections. */
   close(): Promise<void>;
 }
 
-const SECOND = 1000;
-
 /**
- * Completed jobs are kept a day (the audio is on disk); failed ones for inspection and replay.
+ * Completed jobs are kept a day (the audio is stored); failed ones for inspection and replay.
  * Set here rather than on each job, so the receiver's hot path does not carry them.
  */
 const KEEP_COMPLETED = { age: 24 * 3600, count: 10_000 } as const;
 const KEEP_FAILED = { count: 50_000 } as const;
 
+/** Starts the BullMQ worker that runs every delivery job through dispatch(). */
 export async function startWorkers(
   config: Config,
   logger: Logger,
   options: WorkerOptions = {},
 ): Promise<RunningWorkers> {
-  const store = options.store ?? (await createLocalAudioStore(config.audioDir));
-  const removed = await store.removeStaleTemps();
-  if (removed.length > 0)
-    logger.warn({ removed }, 'removed partial downloads left by a killed process');
-  if (config.cdnOrigins.length === 0)
-    logger.warn('CDN_URL is empty: every audio.ready download will be refused');
-
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
-  watchRedis(redis, logger, 'worker');
-  const timeout = config.downloadTimeoutMs;
-  const dispatcher = createGuardedAgent({
-    allowPrivateIps: config.downloadAllowPrivateIps,
-    ...(options.ca === undefined ? {} : { ca: options.ca }),
-    connectTimeoutMs: Math.min(10 * SECOND, timeout),
-    headersTimeoutMs: Math.min(30 * SECOND, timeout),
-    bodyIdleTimeoutMs: Math.min(30 * SECOND, timeout),
+  const redis = createWorkerRedis(config);
+  const connection = watchRedis(redis, logger, 'worker', redisTarget(config));
+  const context = await createWorkerContext(config, logger, redis, {
+    hooks: withDefaults(options.hooks),
+    store: options.store,
+    ca: options.ca,
+  }).catch((error: unknown) => {
+    redis.disconnect();
+    throw error;
   });
-  const context = {
-    config,
-    logger,
-    store,
-    dispatcher,
-    revocations: createRevocationRegistry(redis, config.queuePrefix),
-    failures: createFailureLog(redis, config.queuePrefix),
-    hooks: options.hooks ?? defaultHooks,
-  };
 
   const worker = new Worker<DeliveryJobData>(
     DELIVERY_QUEUE,
@@ -80,7 +60,8 @@ export async function startWorkers(
       return dispatch(parsed.data, context, { id: job.id ?? '', receivedAt: job.data.receivedAt });
     },
     {
-      connection: workerRedisOptions(config.redisUrl),
+      // Shared with the records; BullMQ duplicates it for its blocking reads.
+      connection: redis,
       prefix: config.queuePrefix,
       concurrency: config.workerConcurrency,
       lockDuration: config.workerLockMs,
@@ -90,8 +71,10 @@ export async function startWorkers(
       removeOnComplete: KEEP_COMPLETED,
       removeOnFail: KEEP_FAILED,
       settings: {
-        backoffStrategy: (attemptsMade, _type, error) =>
-          retryDelay(attemptsMade, config.downloadBackoffMs, error),
+        backoffStrategy: backoffStrategy({
+          attempts: config.downloadAttempts,
+          backoffMs: config.downloadBackoffMs,
+        }),
       },
     },
   );
@@ -104,16 +87,24 @@ export async function startWorkers(
     );
   });
   worker.on('error', (error) => {
-    logger.error({ err: error }, 'worker error');
+    // BullMQ repeats its connections' errors here: an outage is logged once, by state.
+    if (isConnectionError(error)) connection.down(error);
+    else logger.error({ err: error }, 'worker error');
   });
-  logger.info({ concurrency: config.workerConcurrency }, 'workers started');
 
   return {
     worker,
     async close() {
-      await worker.close();
-      await dispatcher.close();
-      await redis.quit();
+      // With Redis away no active job can finish (completing one is a Redis write), and a
+      // graceful close would wait for the shutdown deadline: leave them to the stalled-job check.
+      const redisDown = redis.status !== 'ready';
+      await worker.close(redisDown);
+      await context.dispatcher.close();
+      if (redisDown) redis.disconnect();
+      else
+        await redis.quit().catch(() => {
+          redis.disconnect();
+        });
     },
   };
 }

@@ -36,7 +36,7 @@ it('SIGTERM during in-flight requests answers every one of them, then exits 0', 
     ROLE: 'web',
   });
   await Promise.all([
-    service.waitForLog('receiver listening'),
+    service.waitForLog('audio-webhooks started'),
     service.waitForLog('Redis connected'),
   ]);
   expect(await get(port, '/readyz')).toBe(200);

@@ -72,7 +72,7 @@ it('a worker killed with SIGKILL mid-download: a new worker completes the job an
   };
 
   const first = spawnService(env);
-  await first.waitForLog('workers started');
+  await first.waitForLog('audio-webhooks started');
   const { raw, headers } = signed(
     sampleDelivery('audio.ready', { id: 'big', data: { audio_url: `${cdn.origin}/big.mp3` } }),
   );

@@ -1,23 +1,31 @@
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../../src/webhooks/json-depth';
 import { parseEvent } from '../../src/webhooks/parse-event';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 
 const bytes = (value: unknown) =>
   Buffer.from(typeof value === 'string' ? value : JSON.stringify(value));
 
+/** `{"event":"audio.failed","data":{"id":"x","extra":[[[…]]]}}` with `levels` arrays inside. */
+const nested = (levels: number) =>
+  Buffer.from(
+    `{"event":"audio.failed","data":{"id":"x","extra":${'['.repeat(levels)}${']'.repeat(levels)}}}`,
+  );
+
 describe('parseEvent', () => {
   it('parses each known event and keeps fields the spec does not show', () => {
     const ready = sampleDelivery('audio.ready', { id: 'a1', data: { extra: { nested: 1 } } });
     const parsed = parseEvent(bytes({ ...ready, delivery_id: 'd-1' }));
-    expect(parsed).toEqual({ known: true, event: { ...ready, delivery_id: 'd-1' } });
+    expect(parsed).toEqual({ ok: true, known: true, event: { ...ready, delivery_id: 'd-1' } });
 
     for (const event of ['audio.failed', 'key.revoked']) {
       const body = { event, data: { id: 'x1', reason: 'anything' } };
-      expect(parseEvent(bytes(body))).toEqual({ known: true, event: body });
+      expect(parseEvent(bytes(body))).toEqual({ ok: true, known: true, event: body });
     }
   });
 
   it('reports an unknown event name with its id', () => {
     expect(parseEvent(bytes({ event: 'voice.created', data: { id: 'v1' } }))).toEqual({
+      ok: true,
       known: false,
       event: 'voice.created',
       id: 'v1',
@@ -35,8 +43,32 @@ describe('parseEvent', () => {
     ['array data', { event: 'audio.failed', data: [] }, /data must be an object/],
     ['empty id', { event: 'audio.failed', data: { id: '' } }, /data.id must be/],
     ['numeric id', { event: 'key.revoked', data: { id: 7 } }, /data.id must be/],
-  ])('rejects %s', (_name, body, message) => {
-    expect(() => parseEvent(Buffer.isBuffer(body) ? body : bytes(body))).toThrow(message);
+    [
+      'a lone high surrogate in the id',
+      '{"event":"audio.failed","data":{"id":"a\\ud800"}}',
+      /well-formed Unicode/,
+    ],
+    [
+      'a lone low surrogate in the id',
+      '{"event":"audio.ready","data":{"id":"a\\udbff"}}',
+      /well-formed Unicode/,
+    ],
+    ['10,000 nested arrays in an extra field', nested(10_000), /nests deeper than 32 levels/],
+    ['a million open brackets', Buffer.from('['.repeat(1_000_000)), /nests deeper/],
+  ])('refuses %s', (_name, body, message) => {
+    const parsed = parseEvent(Buffer.isBuffer(body) ? body : bytes(body));
+    expect(parsed).toEqual({ ok: false, detail: expect.stringMatching(message) });
+  });
+
+  it('takes a paired surrogate (an emoji) in the id', () => {
+    const parsed = parseEvent(bytes({ event: 'audio.failed', data: { id: 'item-🎵' } }));
+    expect(parsed).toMatchObject({ ok: true, known: true });
+  });
+
+  it('takes nesting up to the limit', () => {
+    // The body itself and `data` are two levels.
+    expect(parseEvent(nested(MAX_JSON_DEPTH - 2))).toMatchObject({ ok: true });
+    expect(parseEvent(nested(MAX_JSON_DEPTH - 1))).toMatchObject({ ok: false });
   });
 
   it.each([
@@ -53,20 +85,28 @@ describe('parseEvent', () => {
     ],
     ['a missing voice', { voice: undefined }, /voice/],
     ['an empty kind', { kind: '' }, /kind/],
-  ])('rejects audio.ready with %s', (_name, data, message) => {
+  ])('refuses audio.ready with %s', (_name, data, message) => {
     const body = sampleDelivery('audio.ready', { data });
-    expect(() => parseEvent(bytes(body))).toThrow(message);
-    try {
-      parseEvent(bytes(body));
-    } catch (error: unknown) {
-      expect(error).toMatchObject({ status: 400 });
-    }
+    expect(parseEvent(bytes(body))).toEqual({ ok: false, detail: expect.stringMatching(message) });
   });
 
   it('accepts fractional seconds in created_at', () => {
     const body = sampleDelivery('audio.ready', {
       data: { created_at: '2026-11-21T10:00:00.123456Z' },
     });
-    expect(parseEvent(bytes(body)).known).toBe(true);
+    expect(parseEvent(bytes(body))).toMatchObject({ ok: true, known: true });
+  });
+});
+
+describe('exceedsJsonDepth', () => {
+  it.each([
+    ['flat', '{"a":1}', 1, false],
+    ['exactly at the limit', '[[[]]]', 3, false],
+    ['one past', '[[[[]]]]', 3, true],
+    ['brackets inside strings do not count', '{"a":"[[[[[[[["}', 1, false],
+    ['escaped quotes keep the string open', '{"a":"\\"[[[[["}', 1, false],
+    ['an escaped backslash closes it', '{"a":"\\\\","b":[[[]]]}', 3, true],
+  ])('%s', (_name, text, max, expected) => {
+    expect(exceedsJsonDepth(Buffer.from(text), max)).toBe(expected);
   });
 });

@@ -53,7 +53,7 @@ describe('parseSignatureHeader', () => {
 
 describe('verifySignature', () => {
   it('accepts a valid signature', () => {
-    expect(verify(`t=${NOW},v1=${digest()}`)).toEqual({ ok: true, timestamp: NOW });
+    expect(verify(`t=${NOW},v1=${digest()}`)).toEqual({ ok: true, timestamp: NOW, secretIndex: 0 });
   });
 
   it('accepts when any of several v1 values matches', () => {
@@ -62,7 +62,11 @@ describe('verifySignature', () => {
 
   it('accepts a delivery signed with any configured secret (rotation)', () => {
     const header = `t=${NOW},v1=${digest('whsec_previous')}`;
-    expect(verify(header, { secrets: [SECRET, 'whsec_previous'] }).ok).toBe(true);
+    expect(verify(header, { secrets: [SECRET, 'whsec_previous'] })).toEqual({
+      ok: true,
+      timestamp: NOW,
+      secretIndex: 1,
+    });
     expect(verify(header)).toMatchObject({ ok: false, reason: 'mismatch' });
   });
 
@@ -165,5 +169,17 @@ describe('properties', () => {
       .array(fc.tuple(piece, fc.constantFrom('=', '', '=='), piece))
       .map((pairs) => pairs.map(([k, eq, v]) => `${k}${eq}${v}`).join(','));
     fc.assert(fc.property(header, (h) => typeof verify(h).ok === 'boolean'));
+  });
+});
+
+describe('signPayload', () => {
+  it('drops a fraction of a second: t is digits only, as the verifier requires', () => {
+    const header = signPayload('{}', SECRET, { timestamp: NOW + 0.25 });
+    expect(header).toMatch(new RegExp(`^t=${NOW},v1=[0-9a-f]{64}$`));
+    expect(verify(header, { body: Buffer.from('{}') })).toMatchObject({ ok: true, timestamp: NOW });
+  });
+
+  it.each([Number.NaN, Number.POSITIVE_INFINITY, -1])('refuses the time %p', (timestamp) => {
+    expect(() => signPayload('{}', SECRET, { timestamp })).toThrow(RangeError);
   });
 });

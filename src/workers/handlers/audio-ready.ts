@@ -2,12 +2,15 @@ import { classifyNetworkError, openDownload } from '../../download/open-download
 import { Meter } from '../../download/meter.js';
 import type { AudioMetadata } from '../../storage/audio-store.js';
 import { audioExtension, fileStem } from '../../storage/file-name.js';
+import { NameCollisionError, StorageError } from '../../storage/storage-errors.js';
 import type { AudioReadyEvent } from '../../webhooks/events.js';
 import type { JobInfo, WorkerContext } from '../worker-context.js';
 
 /**
  * Downloads the audio to AUDIO_DIR/<stem><ext> and writes AUDIO_DIR/<stem>.json. Idempotent: when
- * an earlier run left the file with its recorded size and SHA-256, nothing is fetched again.
+ * an earlier run left the file with its recorded size and SHA-256, nothing is fetched again. A
+ * stem that already holds another id's audio is a collision and fails the job; nothing is
+ * overwritten.
  */
 export async function handleAudioReady(
   event: AudioReadyEvent,
@@ -16,6 +19,9 @@ export async function handleAudioReady(
 ): Promise<AudioMetadata> {
   const stem = fileStem(event.data.id);
   const previous = await context.store.readMetadata(stem);
+  if (previous !== undefined && previous.id !== event.data.id) {
+    throw new NameCollisionError(stem, previous.id, event.data.id);
+  }
   const done =
     previous && (await context.store.holds(previous.file, previous.bytes, previous.sha256));
   const audio = done ? previous : await download(event, stem, context, job);
@@ -66,6 +72,7 @@ async function download(
     await store.write(`${stem}.json`, [Buffer.from(`${JSON.stringify(metadata, null, 2)}\n`)]);
     return metadata;
   } catch (error: unknown) {
+    if (error instanceof StorageError) throw error;
     throw classifyNetworkError(error, signal);
   }
 }

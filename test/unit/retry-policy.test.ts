@@ -1,7 +1,7 @@
 import { PermanentDownloadError, TransientDownloadError } from '../../src/download/download-errors';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../../src/download/parse-retry-after';
 import { formatBytes } from '../../src/download/format-bytes';
-import { retryDelay } from '../../src/workers/retry-delay';
+import { retryDelay } from '../../src/workers/retry-policy';
 
 describe('retryDelay', () => {
   it('doubles per attempt, between half and all of the exponential step', () => {

@@ -1,0 +1,63 @@
+import express from 'express';
+import { z } from 'zod';
+
+/**
+ * The parsers settings are declared with (settings.ts). Each takes the raw string of an
+ * environment variable (or undefined when it is unset or empty) and yields the typed value.
+ */
+export const int = (min: number, max = Number.MAX_SAFE_INTEGER, rangeMessage?: string) =>
+  z
+    .string()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .refine((n) => n >= min && n <= max, rangeMessage ?? `must be between ${min} and ${max}`);
+
+export const bool = z
+  .enum(['true', 'false'], 'must be true or false')
+  .transform((v) => v === 'true');
+
+export const list = (s: string) => s.split(',').map((item) => item.trim());
+
+export const secrets = z
+  .string()
+  .transform(list)
+  .refine((items) => items.every((s) => s.length > 0), 'must not contain an empty secret');
+
+/** `https://host[:port]`, normalised by the URL parser (so `HTTPS://Cdn.Example.com:443` matches). */
+export const origin = z.string().transform((raw, ctx) => {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: `"${raw}" is not a URL` });
+    return z.NEVER;
+  }
+  const bare = url.pathname === '/' && !url.search && !url.hash && !url.username && !url.password;
+  if (url.protocol !== 'https:' || !bare) {
+    ctx.addIssue({ code: 'custom', message: `"${raw}" is not an origin https://host[:port]` });
+    return z.NEVER;
+  }
+  return url.origin;
+});
+
+/** A comma-separated list of origins; unset is the empty list. */
+export const origins = z
+  .string()
+  .optional()
+  .transform((raw) => (raw === undefined ? [] : list(raw)))
+  .pipe(z.array(origin));
+
+export const trustProxy = z.string().transform((raw, ctx) => {
+  const value =
+    raw === 'true' ? true : raw === 'false' ? false : /^\d+$/.test(raw) ? Number(raw) : raw;
+  try {
+    // Express compiles the setting eagerly, so this is the exact check it will apply.
+    express().set('trust proxy', value);
+  } catch (error: unknown) {
+    ctx.addIssue({ code: 'custom', message: `"${raw}" is not valid: ${String(error)}` });
+  }
+  return value;
+});
+
+/** An optional path; unset stays undefined. */
+export const optionalPath = z.string().optional();

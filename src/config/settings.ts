@@ -1,0 +1,169 @@
+import { z } from 'zod';
+import { bool, int, optionalPath, origins, secrets, trustProxy } from './parsers.js';
+
+/**
+ * The sender retries for 30 s + 5 min + 30 min + 2 h + 6 h = 8 h 35 min 30 s after the first
+ * attempt (spec §6). A dedupe window shorter than that would let a late retry run twice.
+ */
+export const SENDER_RETRY_WINDOW_SECONDS = 30 + 5 * 60 + 30 * 60 + 2 * 3600 + 6 * 3600;
+
+/** Which process reads a setting: the HTTP receiver, the workers, or the operator CLI. */
+export type Reader = 'web' | 'worker' | 'cli';
+
+export interface SettingSpec {
+  /** Parses the raw value (the default when unset; undefined when there is neither). */
+  readonly schema: z.ZodType;
+  /** The raw default, as it would be written in the environment; absent: none. */
+  readonly default?: string;
+  /** Start-up is refused without it (the CLI is let off: `send` takes --secret). */
+  readonly required?: true;
+  /** The Config field, when the camel-cased name would read badly. */
+  readonly key?: string;
+  readonly readBy: readonly Reader[];
+  /** One line for the README's table and .env.example. */
+  readonly doc: string;
+}
+
+/**
+ * EVERY SETTING, DECLARED ONCE. The Config type follows from this table; a test checks that
+ * .env.example, the README's configuration table and CONTRACT.md name the same variables with
+ * the same defaults. Add a setting here and those three tell you where else to write it.
+ */
+export const SETTINGS = {
+  WEBHOOK_SECRETS: {
+    schema: secrets,
+    required: true,
+    readBy: ['web', 'cli'],
+    doc: 'comma-separated signing secrets; any one verifies a delivery (rotation)',
+  },
+  PORT: { schema: int(0, 65535), default: '3000', readBy: ['web', 'cli'], doc: 'HTTP port' },
+  HOST: { schema: z.string(), default: '0.0.0.0', readBy: ['web'], doc: 'HTTP listen address' },
+  WEBHOOK_PATH: {
+    schema: z.string().regex(/^\/[\w\-./]*$/, 'must be a path such as /webhooks'),
+    default: '/webhooks',
+    readBy: ['web', 'cli'],
+    doc: 'path of the receiving endpoint',
+  },
+  SIGNATURE_TOLERANCE_SECONDS: {
+    schema: int(1, 86_400),
+    default: '300',
+    readBy: ['web'],
+    doc: 'max |now − t|, in both directions',
+  },
+  MAX_BODY_BYTES: {
+    schema: int(1, 100 * 1024 * 1024),
+    default: '1048576',
+    readBy: ['web'],
+    doc: 'larger bodies get 413',
+  },
+  REDIS_URL: {
+    schema: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://'),
+    default: 'redis://127.0.0.1:6379',
+    readBy: ['web', 'worker', 'cli'],
+    doc: 'Redis for dedupe, queues and records (`rediss://` for TLS; password in the URL)',
+  },
+  QUEUE_PREFIX: {
+    schema: z.string().regex(/^[^\s:]+$/, 'must be non-empty, without spaces or colons'),
+    default: 'audio-webhooks',
+    readBy: ['web', 'worker', 'cli'],
+    doc: 'key prefix of the queue and records; a hash tag such as `{aw}` for Redis Cluster',
+  },
+  DEDUPE_TTL_SECONDS: {
+    schema: int(
+      SENDER_RETRY_WINDOW_SECONDS + 1,
+      Number.MAX_SAFE_INTEGER,
+      `must exceed the sender's retry window of ${SENDER_RETRY_WINDOW_SECONDS} s (8 h 35 min 30 s)`,
+    ),
+    default: '259200',
+    readBy: ['web'],
+    doc: 'how long an `event` + `data.id` pair is remembered (3 days); must exceed the retry window (30,930 s)',
+  },
+  ROLE: {
+    schema: z.enum(['web', 'worker', 'all'], 'must be web, worker or all'),
+    default: 'all',
+    readBy: ['web', 'worker'],
+    doc: '`web` (HTTP only), `worker` (workers only) or `all`',
+  },
+  AUDIO_DIR: {
+    schema: z.string(),
+    default: './data/audio',
+    readBy: ['worker'],
+    doc: 'where downloaded audio lands; must be writable (checked at start)',
+  },
+  CDN_URL: {
+    schema: origins,
+    key: 'cdnOrigins',
+    readBy: ['worker', 'cli'],
+    doc: 'comma-separated origins (`https://host[:port]`) `audio_url` may point to; nothing else is fetched',
+  },
+  DOWNLOAD_ALLOW_PRIVATE_IPS: {
+    schema: bool,
+    default: 'false',
+    readBy: ['worker'],
+    doc: '`true` lets downloads reach loopback/private addresses (local development and tests only)',
+  },
+  DOWNLOAD_CA_FILE: {
+    schema: optionalPath,
+    readBy: ['worker'],
+    doc: 'a PEM file of extra CA certificates downloads trust (a staging CDN, the sandbox)',
+  },
+  DOWNLOAD_MAX_BYTES: {
+    schema: int(1),
+    default: '104857600',
+    readBy: ['worker'],
+    doc: 'larger audio is refused (after decoding, when the CDN compressed it)',
+  },
+  DOWNLOAD_TIMEOUT_MS: {
+    schema: int(1),
+    default: '60000',
+    readBy: ['worker'],
+    doc: 'whole-download deadline',
+  },
+  DOWNLOAD_ATTEMPTS: {
+    schema: int(1, 100),
+    default: '8',
+    readBy: ['worker'],
+    doc: 'attempts per job, the first included',
+  },
+  DOWNLOAD_BACKOFF_MS: {
+    schema: int(1),
+    default: '2000',
+    readBy: ['worker'],
+    doc: 'first retry delay; doubles per attempt, with jitter',
+  },
+  WORKER_CONCURRENCY: {
+    schema: int(1, 1000),
+    default: '8',
+    readBy: ['worker'],
+    doc: 'jobs processed at once per worker process',
+  },
+  WORKER_LOCK_MS: {
+    schema: int(1000),
+    default: '30000',
+    readBy: ['worker'],
+    doc: "job lock; a crashed worker's job is taken over after about this long",
+  },
+  SHUTDOWN_TIMEOUT_MS: {
+    schema: int(0),
+    default: '25000',
+    readBy: ['web', 'worker'],
+    doc: 'graceful shutdown deadline after SIGTERM/SIGINT',
+  },
+  LOG_LEVEL: {
+    schema: z.enum(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      'must be one of fatal, error, warn, info, debug, trace, silent',
+    ),
+    default: 'info',
+    readBy: ['web', 'worker'],
+    doc: 'pino level',
+  },
+  TRUST_PROXY: {
+    schema: trustProxy,
+    default: 'loopback',
+    readBy: ['web'],
+    doc: 'Express `trust proxy` setting for the load balancer in front',
+  },
+} as const satisfies Record<string, SettingSpec>;
+
+export type SettingName = keyof typeof SETTINGS;

@@ -1,0 +1,75 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { redisTarget } from './redis/connections.js';
+
+/** Secrets shipped as examples (.env.example, docker-compose.yml): fine on a laptop only. */
+export const PLACEHOLDER_SECRETS: readonly string[] = [
+  'whsec_replace_me',
+  'dev-only-secret-change-me',
+];
+
+function packageVersion(): string {
+  try {
+    const text = readFileSync(join(__dirname, '..', 'package.json'), 'utf8');
+    return (JSON.parse(text) as { version?: string }).version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+export interface StartupFacts {
+  /** Where the receiver listens, once it does. */
+  readonly listen?: string;
+  /** The .env file read, if any. */
+  readonly dotenv?: string | undefined;
+}
+
+/**
+ * One line that says what this process is and where everything goes, so an operator reading the
+ * log of a misbehaving pod needs nothing else; then a warning for each risky setting.
+ */
+export function reportStartup(config: Config, logger: Logger, facts: StartupFacts): void {
+  const web = config.role !== 'worker';
+  const worker = config.role !== 'web';
+  if (web && config.webhookSecrets.some((s) => PLACEHOLDER_SECRETS.includes(s))) {
+    logger.warn(
+      'WEBHOOK_SECRETS holds an example secret: anyone can sign deliveries; set the secret from the provider dashboard',
+    );
+  }
+  if (worker && config.cdnOrigins.length === 0) {
+    logger.warn('CDN_URL is empty: every audio.ready download will be refused');
+  }
+  if (worker && config.downloadAllowPrivateIps) {
+    logger.warn(
+      'DOWNLOAD_ALLOW_PRIVATE_IPS=true: downloads may reach loopback and private addresses (local development only)',
+    );
+  }
+  logger.info(
+    {
+      version: packageVersion(),
+      role: config.role,
+      redis: redisTarget(config),
+      queuePrefix: config.queuePrefix,
+      ...(facts.dotenv === undefined ? {} : { dotenv: facts.dotenv }),
+      ...(web
+        ? {
+            listen: facts.listen,
+            webhookPath: config.webhookPath,
+            toleranceSeconds: config.signatureToleranceSeconds,
+            secrets: config.webhookSecrets.length,
+          }
+        : {}),
+      ...(worker
+        ? {
+            cdnOrigins: config.cdnOrigins,
+            audioDir: config.audioDir,
+            concurrency: config.workerConcurrency,
+            attempts: config.downloadAttempts,
+          }
+        : {}),
+    },
+    'audio-webhooks started',
+  );
+}

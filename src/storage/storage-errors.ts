@@ -1,0 +1,55 @@
+import { UnrecoverableError } from 'bullmq';
+
+/**
+ * The audio could not be stored: a full disk, a read-only or missing AUDIO_DIR, no permission.
+ * Not a download failure, and named as what it is. It is retried with the job's backoff (an
+ * operator can free space or fix a mount meanwhile), and a custom AudioStore should throw it too.
+ */
+export class StorageError extends Error {
+  constructor(
+    message: string,
+    /** The system error code (ENOSPC, EACCES, EROFS…), when there is one. */
+    readonly code?: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'StorageError';
+  }
+}
+
+const PLAIN: Readonly<Record<string, string>> = {
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'disk quota exceeded',
+  EROFS: 'read-only file system',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  ENOENT: 'the directory is gone',
+  ENOTDIR: 'not a directory',
+  EEXIST: 'a file is in the way',
+  EIO: 'I/O error',
+  EMFILE: 'too many open files',
+};
+
+/** Wraps a filesystem error of `what` (e.g. "writing item-1.mp3") in `dir` as a StorageError. */
+export function storageError(error: unknown, what: string, dir: string): StorageError {
+  if (error instanceof StorageError) return error;
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  const reason = code === undefined ? String(error) : `${code}, ${PLAIN[code] ?? 'system error'}`;
+  return new StorageError(`storage failed ${what} in AUDIO_DIR ${dir}: ${reason}`, code, {
+    cause: error,
+  });
+}
+
+/**
+ * Two different ids would be stored under one name. Never overwrite another item's audio: the
+ * job fails at once, loudly, and stays in `failed` for a person to look at.
+ */
+export class NameCollisionError extends UnrecoverableError {
+  constructor(stem: string, storedId: string, newId: string) {
+    super(
+      `file name collision: ${stem} already holds the audio of id ${JSON.stringify(storedId)}, ` +
+        `not ${JSON.stringify(newId)}; refusing to overwrite it`,
+    );
+    this.name = 'NameCollisionError';
+  }
+}
