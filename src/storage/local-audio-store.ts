@@ -168,7 +168,7 @@ export async function createLocalAudioStore(dir: string): Promise<AudioStore> {
         return JSON.parse(await readFile(join(dir, `${stem}.json`), 'utf8')) as AudioMetadata;
       } catch (error: unknown) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-        throw error;
+        throw storageError(error, `reading ${stem}.json`, dir);
       }
     },
 

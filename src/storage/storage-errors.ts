@@ -26,6 +26,7 @@ const PLAIN: Readonly<Record<string, string>> = {
   ENOENT: 'the directory is gone',
   ENOTDIR: 'not a directory',
   EEXIST: 'a file is in the way',
+  EISDIR: 'a directory is in the way',
   EIO: 'I/O error',
   EMFILE: 'too many open files',
 };

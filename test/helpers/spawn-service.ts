@@ -10,15 +10,21 @@ export interface ServiceProcess {
   waitForLog(msg: string | RegExp): Promise<Record<string, unknown>>;
   /** Resolves with the exit code. */
   readonly exited: Promise<number | null>;
+  /** Everything written to standard error so far. */
+  stderr(): string;
 }
 
 const MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
 
 /** Runs the built service (`node dist/main.js`, as `npm start` does) with the given environment. */
-export function spawnService(env: Record<string, string>): ServiceProcess {
+export function spawnService(
+  env: Record<string, string>,
+  { cwd }: { cwd?: string } = {},
+): ServiceProcess {
   const child = spawn(process.execPath, [MAIN], {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(cwd === undefined ? {} : { cwd }),
   });
   const logs: Record<string, unknown>[] = [];
   const waiters: { match: string | RegExp; resolve: (line: Record<string, unknown>) => void }[] =
@@ -50,6 +56,7 @@ export function spawnService(env: Record<string, string>): ServiceProcess {
     child,
     logs,
     exited,
+    stderr: () => stderr,
     waitForLog(match) {
       const seen = logs.find((line) => matches(line, match));
       if (seen) return Promise.resolve(seen);

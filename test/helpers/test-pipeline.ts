@@ -7,7 +7,13 @@ import { runCli } from '../../src/cli/main';
 import { createLogger } from '../../src/logger';
 import type { DeliveryJobData } from '../../src/queue/delivery-queue';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers';
-import { createTestReceiver, signed, TEST_SECRET, type TestReceiver } from './test-receiver';
+import {
+  createTestReceiver,
+  signed,
+  TEST_SECRET,
+  testConfig,
+  type TestReceiver,
+} from './test-receiver';
 
 export type Settled = { state: 'completed'; result: unknown } | { state: 'failed'; reason: string };
 
@@ -25,16 +31,25 @@ export interface TestPipeline {
   close(): Promise<void>;
 }
 
-/** Receiver and workers as ROLE=all runs them, on the test Redis, with their own AUDIO_DIR. */
+/**
+ * Receiver and workers as ROLE=all runs them, on the test Redis, with their own AUDIO_DIR.
+ * `workerEnv` is set on the workers only (as on a separate ROLE=worker process).
+ */
 export async function startTestPipeline(
   env: Record<string, string>,
   ca?: string,
+  workerEnv: Record<string, string> = {},
 ): Promise<TestPipeline> {
   const audioDir = mkdtempSync(join(tmpdir(), 'aw-audio-'));
   const fullEnv = { AUDIO_DIR: audioDir, DOWNLOAD_BACKOFF_MS: '20', ...env };
   const receiver = await createTestReceiver(fullEnv);
+  const workerConfig = testConfig({
+    ...fullEnv,
+    QUEUE_PREFIX: receiver.config.queuePrefix,
+    ...workerEnv,
+  });
   const workers = await startWorkers(
-    receiver.config,
+    workerConfig,
     createLogger('silent'),
     ca === undefined ? {} : { ca },
   );

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
@@ -17,10 +18,11 @@ afterEach(async () => {
   pipeline = undefined;
 });
 
-async function start(env: Record<string, string> = {}) {
+async function start(env: Record<string, string> = {}, workerEnv: Record<string, string> = {}) {
   pipeline = await startTestPipeline(
     { CDN_URL: cdn.origin, DOWNLOAD_ALLOW_PRIVATE_IPS: 'true', ...env },
     cdn.ca,
+    workerEnv,
   );
   return pipeline;
 }
@@ -99,6 +101,118 @@ it('running the same job again does nothing when the file is already whole', asy
   await job!.retry('completed');
   expect(await p.settled('again')).toMatchObject({ state: 'completed' });
   expect(cdn.hits.get('/again.mp3')).toBe(1);
+});
+
+describe('regressions', () => {
+  it('a gzip-encoded answer is stored decoded: the file on disk is the audio', async () => {
+    const bytes = randomBytes(50_000);
+    cdn.route('/zipped.mp3', (req, res) => {
+      const encoded = gzipSync(bytes);
+      res
+        .writeHead(200, {
+          'content-type': 'audio/mpeg',
+          'content-encoding': 'gzip',
+          'content-length': encoded.length,
+        })
+        .end(encoded);
+      expect(req.headers['accept-encoding']).toBe('identity');
+    });
+    const p = await start();
+    const { outcome } = await deliver(p, 'zipped', '/zipped.mp3');
+    expect(outcome.state).toBe('completed');
+    expect(readFileSync(join(p.audioDir, 'zipped.mp3')).equals(bytes)).toBe(true);
+    const metadata = JSON.parse(readFileSync(join(p.audioDir, 'zipped.json'), 'utf8')) as {
+      bytes: number;
+      sha256: string;
+    };
+    expect(metadata.bytes).toBe(50_000);
+    expect(metadata.sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
+  });
+
+  it('a gzip bomb stops at DOWNLOAD_MAX_BYTES of decoded audio', async () => {
+    const encoded = gzipSync(Buffer.alloc(20_000_000));
+    cdn.route('/bomb.mp3', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-encoding': 'gzip' }).end(encoded);
+    });
+    const p = await start({ DOWNLOAD_MAX_BYTES: '1000000' });
+    const { outcome } = await deliver(p, 'bomb', '/bomb.mp3');
+    expect(outcome).toEqual({
+      state: 'failed',
+      reason: expect.stringMatching(/over the 1 MB limit/),
+    });
+    expect(p.files()).toEqual([]);
+  });
+
+  it('an encoding it cannot decode is refused for good, with the reason', async () => {
+    cdn.route('/zstd.mp3', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-encoding': 'zstd' }).end('x');
+    });
+    const p = await start();
+    const { outcome } = await deliver(p, 'zstd', '/zstd.mp3');
+    expect(outcome).toEqual({
+      state: 'failed',
+      reason: expect.stringMatching(/content encoding "zstd" is not supported/),
+    });
+    expect(cdn.hits.get('/zstd.mp3')).toBe(1);
+  });
+
+  it("a name already holding another id's audio fails loudly and overwrites nothing", async () => {
+    cdn.route('/taken.mp3', audio(Buffer.from('new audio')));
+    const p = await start();
+    // What another item left under the same stem (a collision: the two ids map to one name).
+    const theirs = Buffer.from('their audio');
+    writeFileSync(join(p.audioDir, 'taken.mp3'), theirs);
+    writeFileSync(
+      join(p.audioDir, 'taken.json'),
+      JSON.stringify({ id: 'someone-else', file: 'taken.mp3', bytes: theirs.length, sha256: 'x' }),
+    );
+    const { outcome } = await deliver(p, 'taken', '/taken.mp3');
+    expect(outcome).toEqual({
+      state: 'failed',
+      reason: expect.stringMatching(
+        /file name collision: taken already holds the audio of id "someone-else"/,
+      ),
+    });
+    expect(readFileSync(join(p.audioDir, 'taken.mp3')).equals(theirs)).toBe(true);
+    expect(cdn.hits.get('/taken.mp3')).toBeUndefined();
+  });
+
+  it('a storage failure says so, naming AUDIO_DIR, and is not called a download failure', async () => {
+    cdn.route('/nowhere.mp3', audio(Buffer.from('audio')));
+    const p = await start({}, { DOWNLOAD_ATTEMPTS: '1' });
+    // AUDIO_DIR replaced by a file after start: every write now fails in the filesystem.
+    rmSync(p.audioDir, { recursive: true });
+    writeFileSync(p.audioDir, 'not a directory');
+    const { outcome } = await deliver(p, 'nowhere', '/nowhere.mp3');
+    expect(outcome).toEqual({
+      state: 'failed',
+      reason: expect.stringMatching(
+        /^storage failed reading nowhere\.json in AUDIO_DIR .*: ENOTDIR, not a directory/,
+      ),
+    });
+    rmSync(p.audioDir);
+    mkdirSync(p.audioDir);
+  });
+
+  it('a write that fails in the filesystem is a storage failure too, and leaves no temp', async () => {
+    cdn.route('/blocked.mp3', audio(Buffer.from('audio')));
+    const p = await start({}, { DOWNLOAD_ATTEMPTS: '1' });
+    mkdirSync(join(p.audioDir, 'blocked.mp3'));
+    const { outcome } = await deliver(p, 'blocked', '/blocked.mp3');
+    expect(outcome).toEqual({
+      state: 'failed',
+      reason: expect.stringMatching(/^storage failed writing blocked\.mp3 in AUDIO_DIR .*: EISDIR/),
+    });
+    expect(p.files()).toEqual(['blocked.mp3']);
+  });
+
+  it('DOWNLOAD_ATTEMPTS set on the worker alone governs the retries', async () => {
+    cdn.route('/down.mp3', (_req, res) => res.writeHead(503).end());
+    const p = await start({ DOWNLOAD_ATTEMPTS: '8' }, { DOWNLOAD_ATTEMPTS: '2' });
+    const { outcome } = await deliver(p, 'down', '/down.mp3');
+    expect(outcome).toEqual({ state: 'failed', reason: expect.stringMatching(/^503/) });
+    expect(cdn.hits.get('/down.mp3')).toBe(2);
+  });
 });
 
 it('500, 500, 200: downloaded after retries', async () => {

@@ -64,6 +64,43 @@ it('answers 503 within about a second when Redis hangs, never a 2xx', async () =
   }
 });
 
+it('answers 503 when Redis is full (maxmemory, noeviction): storage trouble, not a bad body', async () => {
+  receiver = await createTestReceiver({ REDIS_URL: redis.url });
+  await receiver.redis.config('SET', 'maxmemory-policy', 'noeviction');
+  await receiver.redis.config('SET', 'maxmemory', '1');
+  try {
+    const res = await post(receiver.app, sampleDelivery('key.revoked'));
+    expect(res.status).toBe(503);
+    expect(res.headers['retry-after']).toMatch(/^\d+$/);
+  } finally {
+    await receiver.redis.config('SET', 'maxmemory', '0');
+  }
+});
+
+it('a Redis paused under load: every request in flight gets its 503 within about a second', async () => {
+  receiver = await createTestReceiver({ REDIS_URL: redis.url });
+  const { app } = receiver;
+  // Warm: the scripts are loaded and the connection is in steady state.
+  await post(app, sampleDelivery('key.revoked')).expect(202);
+  redis.freeze();
+  try {
+    // 100 deliveries arriving over ~500 ms while Redis is stalled: the later ones queue behind
+    // the stalled pipeline, which used to stretch their answer to about 2 s.
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, async (_unused, i) => {
+        await new Promise((resolve) => setTimeout(resolve, i * 5));
+        return timed(() => post(app, sampleDelivery('audio.failed')));
+      }),
+    );
+    expect(answers.map(([res]) => res.status)).toEqual(Array(100).fill(503));
+    const slowest = Math.max(...answers.map(([, ms]) => ms));
+    // 1 s deadline; the rest is a loaded 2-core CI's scheduling slack.
+    expect(slowest).toBeLessThan(1600);
+  } finally {
+    redis.thaw();
+  }
+});
+
 it('starts with Redis down without crashing, reports not ready, and recovers', async () => {
   await redis.stop();
   receiver = await createTestReceiver({ REDIS_URL: redis.url }, { waitForRedis: false });

@@ -1,9 +1,10 @@
 import { once } from 'node:events';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import request from 'supertest';
 import { createApp } from '../../src/app';
+import { serve } from '../../src/http/serve';
 import { createLogger } from '../../src/logger';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { signPayload } from '../../src/webhooks/sign-payload';
@@ -224,6 +225,133 @@ describe('POST /webhooks', () => {
     expect(completed[0]).toMatch(/"event":"key.revoked".*"duplicate":false/);
     expect(logLines.join('')).not.toContain(digest);
     expect(logLines.join('')).not.toContain(TEST_SECRET);
+  });
+});
+
+describe('hostile input (regressions)', () => {
+  /** `{"event":"audio.failed","data":{"id":…,"extra":[[[…]]]}}`, correctly signed. */
+  const nestedBody = (levels: number) =>
+    `{"event":"audio.failed","data":{"id":"deep","extra":${'['.repeat(levels)}${']'.repeat(levels)}}}`;
+
+  it('400, not 503: a signed body nested 10,000 deep can never be stored, so it is refused', async () => {
+    const roomy = await createTestReceiver();
+    try {
+      const { raw, headers } = signed(nestedBody(10_000));
+      const res = await request(roomy.app).post('/webhooks').set(headers).send(raw).expect(400);
+      expect(res.body).toEqual({ detail: expect.stringMatching(/nests deeper than 32 levels/) });
+      expect(await roomy.queue.getJobCounts('waiting')).toEqual({ waiting: 0 });
+    } finally {
+      await roomy.close();
+    }
+  });
+
+  it.each([['a\\ud800'], ['a\\udbff'], ['\\udc00b']])(
+    '400: an id with a lone surrogate (%s) is not well-formed Unicode',
+    async (escaped) => {
+      const raw = `{"event":"audio.failed","data":{"id":"${escaped}"}}`;
+      const res = await post(raw).expect(400);
+      expect(res.body).toEqual({ detail: expect.stringMatching(/well-formed Unicode/) });
+      expect(await jobs()).toHaveLength(0);
+    },
+  );
+
+  it('500, not 503: an unexpected failure of ours is not passed off as storage trouble', async () => {
+    // The queue stands in for a defect of ours; the route's mapping is what is under test.
+    jest.spyOn(receiver.queue, 'add').mockRejectedValueOnce(new TypeError('a bug'));
+    const res = await post(sampleDelivery('key.revoked')).expect(500);
+    expect(res.body).toEqual({ detail: 'internal error' });
+  });
+
+  describe('Expect: 100-continue', () => {
+    let server: Awaited<ReturnType<typeof serve>>;
+    let socket: Socket;
+    beforeEach(async () => {
+      server = await serve(receiver.app, 0, '127.0.0.1');
+      socket = connect(server.port, '127.0.0.1');
+      await once(socket, 'connect');
+    });
+    afterEach(async () => {
+      socket.destroy();
+      await server.close();
+    });
+
+    /** Sends only the head of a POST and resolves with the first bytes the server answers. */
+    async function head(headers: Record<string, string | number>): Promise<string> {
+      const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}`);
+      socket.write(
+        ['POST /webhooks HTTP/1.1', 'Host: test', 'Expect: 100-continue', ...lines, '', ''].join(
+          '\r\n',
+        ),
+      );
+      const [chunk] = (await once(socket, 'data')) as [Buffer];
+      return chunk.toString();
+    }
+
+    it('413 without inviting an upload over MAX_BODY_BYTES', async () => {
+      const answer = await head({ 'Content-Type': 'application/json', 'Content-Length': 5000 });
+      expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+      expect(answer).not.toMatch(/100 Continue/);
+    });
+
+    it('415 without inviting an upload of the wrong type', async () => {
+      const answer = await head({ 'Content-Type': 'text/plain', 'Content-Length': 10 });
+      expect(answer).toMatch(/^HTTP\/1\.1 415 /);
+    });
+
+    it('100 Continue for an acceptable head, then 202 for the body', async () => {
+      const { raw, headers } = signed(sampleDelivery('key.revoked'));
+      const answer = await head({
+        'Content-Type': 'application/json',
+        'Content-Length': Buffer.byteLength(raw),
+        'X-Service-Signature': headers['x-service-signature'],
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n$/);
+      socket.write(raw);
+      const [chunk] = (await once(socket, 'data')) as [Buffer];
+      expect(chunk.toString()).toMatch(/^HTTP\/1\.1 202 /);
+    });
+  });
+
+  it('logs probes at debug and a client error without a stack', async () => {
+    await request(receiver.app).get('/healthz').expect(200);
+    await request(receiver.app).get('/metrics').expect(200);
+    await request(receiver.app).get('/webhooks').expect(405);
+    await post('not json').expect(400);
+    const lines = logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const byUrl = (url: string) =>
+      lines.filter((l) => (l.req as { url?: string } | undefined)?.url === url);
+    expect(byUrl('/healthz').map((l) => l.level)).toEqual([20]);
+    expect(byUrl('/metrics').map((l) => l.level)).toEqual([20]);
+    const clientErrors = byUrl('/webhooks');
+    expect(clientErrors.map((l) => [l.level, l.detail])).toEqual([
+      [30, expect.stringMatching(/method not allowed/)],
+      [30, 'body is not valid UTF-8 JSON'],
+    ]);
+    expect(logLines.join('')).not.toMatch(/"stack"/);
+  });
+});
+
+describe('secret rotation and clock skew, seen in /metrics', () => {
+  it('counts which secret verified and how far the sender clock is off', async () => {
+    const rotating = await createTestReceiver({ WEBHOOK_SECRETS: `whsec_new,${TEST_SECRET}` });
+    try {
+      const send = (secret: string, timestamp: number) => {
+        const { raw, headers } = signed(sampleDelivery('key.revoked'), { secret, timestamp });
+        return request(rotating.app).post('/webhooks').set(headers).send(raw).expect(202);
+      };
+      const now = Math.floor(Date.now() / 1000);
+      await send(TEST_SECRET, now - 40);
+      await send(TEST_SECRET, now - 40);
+      await send('whsec_new', now);
+      const text = (await request(rotating.app).get('/metrics').expect(200)).text;
+      expect(text).toContain('webhook_signature_matches_total{secret="0"} 1');
+      expect(text).toContain('webhook_signature_matches_total{secret="1"} 2');
+      expect(text).toMatch(/webhook_signature_clock_skew_seconds_bucket\{le="30"\} 1\n/);
+      expect(text).toMatch(/webhook_signature_clock_skew_seconds_bucket\{le="60"\} 3\n/);
+      expect(text).toMatch(/webhook_signature_clock_skew_seconds_count 3\n/);
+    } finally {
+      await rotating.close();
+    }
   });
 });
 

@@ -1,0 +1,229 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { request } from 'undici';
+import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { freePort } from '../helpers/private-redis';
+import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
+import { deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
+
+// The real `node dist/main.js`, as an operator meets it: start-up, its messages, its signals.
+const prefix = `test-${randomUUID()}`;
+const redis = new Redis(process.env.REDIS_URL ?? '');
+const running: ServiceProcess[] = [];
+afterEach(() => {
+  for (const service of running.splice(0)) service.child.kill('SIGKILL');
+});
+afterAll(async () => {
+  await deleteKeys(redis, `${prefix}:*`);
+  redis.disconnect();
+});
+
+const tempDir = () => mkdtempSync(join(tmpdir(), 'aw-proc-'));
+
+function start(env: Record<string, string>, options: { cwd?: string } = {}): ServiceProcess {
+  const service = spawnService(
+    {
+      WEBHOOK_SECRETS: TEST_SECRET,
+      REDIS_URL: process.env.REDIS_URL ?? '',
+      QUEUE_PREFIX: prefix,
+      HOST: '127.0.0.1',
+      AUDIO_DIR: tempDir(),
+      ...env,
+    },
+    options,
+  );
+  running.push(service);
+  return service;
+}
+
+/** No stack trace: the operator gets one line that names the setting. */
+const NO_STACK = /^\s+at /m;
+
+describe('start-up problems name the variable to fix', () => {
+  let taken: Server;
+  afterEach(() => {
+    taken?.close();
+  });
+
+  it('PORT already in use', async () => {
+    taken = createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => taken.listen(port, '127.0.0.1', resolve));
+    const service = start({ PORT: String(port), ROLE: 'web' });
+    expect(await service.exited).toBe(1);
+    expect(service.stderr()).toMatch(
+      new RegExp(`PORT ${port} is already in use on HOST 127\\.0\\.0\\.1: set PORT`),
+    );
+    expect(service.stderr()).not.toMatch(NO_STACK);
+  });
+
+  it('HOST that is not an address of this machine', async () => {
+    const service = start({ PORT: String(await freePort()), HOST: '192.0.2.1', ROLE: 'web' });
+    expect(await service.exited).toBe(1);
+    expect(service.stderr()).toMatch(
+      /HOST 192\.0\.2\.1 is not an address of this machine: set HOST/,
+    );
+    expect(service.stderr()).not.toMatch(NO_STACK);
+  });
+
+  it('AUDIO_DIR that cannot be written: the worker refuses to start', async () => {
+    const file = join(tempDir(), 'a-file');
+    writeFileSync(file, 'not a directory');
+    const service = start({ ROLE: 'worker', AUDIO_DIR: join(file, 'audio') });
+    expect(await service.exited).toBe(1);
+    expect(service.stderr()).toMatch(/AUDIO_DIR .*a-file\/audio: ENOTDIR/);
+    expect(service.stderr()).not.toMatch(NO_STACK);
+  });
+
+  it('DOWNLOAD_CA_FILE that holds no certificate', async () => {
+    const file = join(tempDir(), 'ca.pem');
+    writeFileSync(file, 'nothing');
+    const service = start({ ROLE: 'worker', DOWNLOAD_CA_FILE: file });
+    expect(await service.exited).toBe(1);
+    expect(service.stderr()).toMatch(/DOWNLOAD_CA_FILE .*ca\.pem holds no PEM certificate/);
+  });
+});
+
+it('reads .env from the working directory; the real environment wins', async () => {
+  const cwd = tempDir();
+  const port = await freePort();
+  writeFileSync(
+    join(cwd, '.env'),
+    `WEBHOOK_SECRETS=from-dotenv\nPORT=${port}\nQUEUE_PREFIX=${prefix}\nWEBHOOK_PATH=/from-dotenv\n`,
+  );
+  const service = spawnService(
+    {
+      REDIS_URL: process.env.REDIS_URL ?? '',
+      HOST: '127.0.0.1',
+      ROLE: 'web',
+      WEBHOOK_PATH: '/from-env',
+    },
+    { cwd },
+  );
+  running.push(service);
+  const started = await service.waitForLog('audio-webhooks started');
+  expect(started).toMatchObject({ listen: `127.0.0.1:${port}`, webhookPath: '/from-env' });
+  expect(started.dotenv).toBe(join(cwd, '.env'));
+  await service.waitForLog('Redis connected');
+  const { raw, headers } = signed(sampleDelivery('key.revoked'), { secret: 'from-dotenv' });
+  const res = await request(`http://127.0.0.1:${port}/from-env`, {
+    method: 'POST',
+    headers,
+    body: raw,
+  });
+  expect(res.statusCode).toBe(202);
+  await res.body.dump();
+});
+
+it('says once what it is and where everything goes, and warns of risky settings', async () => {
+  const service = start({
+    PORT: String(await freePort()),
+    WEBHOOK_SECRETS: 'whsec_replace_me',
+    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    REDIS_URL: (process.env.REDIS_URL ?? '').replace('redis://', 'redis://:hunter2@'),
+  });
+  const started = await service.waitForLog('audio-webhooks started');
+  expect(started).toMatchObject({
+    version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+    role: 'all',
+    listen: expect.stringMatching(/^127\.0\.0\.1:\d+$/),
+    webhookPath: '/webhooks',
+    redis: expect.stringContaining(':***@'),
+    queuePrefix: prefix,
+    cdnOrigins: [],
+    toleranceSeconds: 300,
+  });
+  const warnings = service.logs.filter((line) => line.level === 40).map((line) => line.msg);
+  expect(warnings).toEqual(
+    expect.arrayContaining([
+      expect.stringMatching(/^WEBHOOK_SECRETS holds an example secret/),
+      expect.stringMatching(/^CDN_URL is empty/),
+      expect.stringMatching(/^DOWNLOAD_ALLOW_PRIVATE_IPS=true/),
+    ]),
+  );
+  expect(JSON.stringify(service.logs)).not.toContain('hunter2');
+});
+
+describe('Redis down', () => {
+  it('the worker logs the outage once per connection, no stack traces, and SIGTERM exits at once', async () => {
+    const deadPort = await freePort();
+    const service = start({
+      ROLE: 'worker',
+      REDIS_URL: `redis://:hunter2@127.0.0.1:${deadPort}`,
+      SHUTDOWN_TIMEOUT_MS: '20000',
+    });
+    await service.waitForLog('audio-webhooks started');
+    await service.waitForLog('Redis unavailable; retrying');
+    // Long enough for ioredis to fail a dozen reconnect attempts (100, 200 … ms apart).
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const outage = service.logs.filter((line) => line.msg === 'Redis unavailable; retrying');
+    expect(outage.map((line) => line.connection)).toEqual(['worker']);
+    expect(outage[0]).toMatchObject({ redis: `redis://:***@127.0.0.1:${deadPort}` });
+    expect(service.logs.filter((line) => line.level === 50)).toEqual([]);
+    expect(JSON.stringify(service.logs)).not.toMatch(/"stack"|hunter2/);
+
+    const stopping = performance.now();
+    service.child.kill('SIGTERM');
+    expect(await service.exited).toBe(0);
+    expect(performance.now() - stopping).toBeLessThan(5000);
+  });
+});
+
+describe('a second signal', () => {
+  let cdn: LocalCdn;
+  beforeAll(async () => {
+    cdn = await startLocalCdn();
+  });
+  afterAll(() => cdn.close());
+
+  it('exits at once during a slow graceful shutdown, and says so', async () => {
+    // A download that never finishes keeps the graceful shutdown waiting.
+    let stalled!: () => void;
+    const downloading = new Promise<void>((resolve) => (stalled = resolve));
+    cdn.route('/slow.mp3', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': 1000 });
+      res.write(Buffer.alloc(10));
+      stalled();
+    });
+    const caFile = join(tempDir(), 'ca.pem');
+    writeFileSync(caFile, cdn.ca);
+    const port = await freePort();
+    const service = start({
+      PORT: String(port),
+      CDN_URL: cdn.origin,
+      DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+      DOWNLOAD_CA_FILE: caFile,
+      SHUTDOWN_TIMEOUT_MS: '20000',
+    });
+    await service.waitForLog('audio-webhooks started');
+    await service.waitForLog('Redis connected');
+    const delivery = sampleDelivery('audio.ready', {
+      id: `slow-${randomUUID()}`,
+      data: { audio_url: `${cdn.origin}/slow.mp3` },
+    });
+    const { raw, headers } = signed(delivery);
+    const res = await request(`http://127.0.0.1:${port}/webhooks`, {
+      method: 'POST',
+      headers,
+      body: raw,
+    });
+    expect(res.statusCode).toBe(202);
+    await res.body.dump();
+    await downloading;
+
+    service.child.kill('SIGTERM');
+    await service.waitForLog('shutting down');
+    const second = performance.now();
+    service.child.kill('SIGINT');
+    expect(await service.exited).toBe(1);
+    expect(performance.now() - second).toBeLessThan(2000);
+    expect(service.logs.map((line) => line.msg)).toContain(
+      'second signal: exiting now without waiting',
+    );
+  });
+});
