@@ -45,15 +45,17 @@ function start(env: Record<string, string>, options: { cwd?: string } = {}): Ser
 const NO_STACK = /^\s+at /m;
 
 describe('start-up problems name the variable to fix', () => {
-  let taken: Server;
+  let taken: Server | undefined;
   afterEach(() => {
     taken?.close();
+    taken = undefined;
   });
 
   it('PORT already in use', async () => {
-    taken = createServer();
+    const server = createServer();
+    taken = server;
     const port = await freePort();
-    await new Promise<void>((resolve) => taken.listen(port, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
     const service = start({ PORT: String(port), ROLE: 'web' });
     expect(await service.exited).toBe(1);
     expect(service.stderr()).toMatch(
