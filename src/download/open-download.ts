@@ -70,7 +70,7 @@ async function discard(body: { dump(options?: { limit: number }): Promise<void> 
 }
 
 /** 408, 429 and 5xx are worth retrying; any other failure status is final. */
-function statusError(status: number, retryAfter: string | string[] | undefined): Error {
+export function statusError(status: number, retryAfter: string | string[] | undefined): Error {
   const transient = status === 408 || status === 429 || status >= 500;
   if (!transient) return new PermanentDownloadError(`${status}: the CDN refused the download`);
   const header = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;

@@ -148,10 +148,40 @@ describe('CLI errors', () => {
     [['send', 'a', 'b']],
     [['failures', '--nope']],
     [['send', 'key.revoked', '--data', '[1]']],
+    [['send', 'key.revoked', '--url', 'notaurl']],
+    [['send', 'key.revoked', '--url', 'ftp://127.0.0.1/webhooks']],
   ])('usage error for %j: exit 2 and the usage text', async (args) => {
     const { code, stdout, stderr } = await p.cli(...args);
     expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
     expect(stderr).toMatch(/^audio-webhooks: .+\n(\n|$)/);
+  });
+
+  it.each([[['help']], [['--help']], [['-h']]])(
+    '%j prints every command to standard output, exit 0',
+    async (args) => {
+      const { code, stdout, stderr } = await p.cli(...args);
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+      for (const command of ['send', 'failed', 'retry', 'revoked-keys', 'failures', 'help']) {
+        expect(stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
+      }
+    },
+  );
+
+  it.each([
+    [['send', '--help'], /^usage: audio-webhooks send <event> \[--url U\]/],
+    [['help', 'retry'], /^usage: audio-webhooks retry <jobId> \| --all\n/],
+    [['failed', '--help'], /^usage: audio-webhooks failed \[--json\]\n/],
+  ])("%j prints that command's usage, exit 0", async (args, usage) => {
+    const { code, stdout } = await p.cli(...args);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(usage);
+  });
+
+  it('send --url notaurl says what is wrong with it', async () => {
+    const { stderr } = await p.cli('send', 'key.revoked', '--url', 'notaurl');
+    expect(stderr).toMatch(
+      /^audio-webhooks: --url must be an http:\/\/ or https:\/\/ URL, not "notaurl"\n/,
+    );
   });
 
   it('send without --secret or WEBHOOK_SECRETS is a usage error, not a signature with a placeholder', async () => {
