@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { createDeliveryQueue } from '../queue/delivery-queue.js';
-import { createCliRedis, redisTarget } from '../redis/connections.js';
+import { createCliRedis, dropConnection, redisTarget } from '../redis/connections.js';
 import { createFailureLog } from '../records/failure-log.js';
 import { createRevocationRegistry } from '../records/revocation-registry.js';
 import { describeError, OperationalError, UsageError } from './cli-errors.js';
@@ -171,7 +171,7 @@ async function withRedis<T>(config: Config, work: (redis: Redis) => Promise<T>):
   try {
     await redis.connect();
   } catch (error: unknown) {
-    redis.disconnect();
+    dropConnection(redis);
     const reason = describeError(cause ?? error);
     throw new OperationalError(`cannot reach Redis at ${redisTarget(config)}: ${reason}`);
   }

@@ -47,6 +47,15 @@ export function createWorkerRedis(config: RedisConfig): Redis {
 }
 
 /**
+ * Drops a connection that may already have ended. ioredis's disconnect() arms a 2 s timer that
+ * only the socket's `close` event clears; after a refused connection the socket closed long ago,
+ * so the timer kept a finished CLI (and Jest) alive for 2 s more.
+ */
+export function dropConnection(redis: Redis): void {
+  if (redis.status !== 'end') redis.disconnect();
+}
+
+/**
  * The CLI's connection: it gives up at once, so an unreachable Redis is one clear line, not a
  * hang. Connect it with `connect()`; failures name the redacted target.
  */

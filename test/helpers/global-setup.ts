@@ -24,7 +24,9 @@ export async function provideRedis(): Promise<void> {
         cause: error,
       });
     } finally {
-      redis.disconnect();
+      // As src/redis/connections.ts dropConnection (global setup runs outside Jest's module
+      // mapper, so it cannot import src/): disconnecting an ended client arms a 2 s timer.
+      if (redis.status !== 'end') redis.disconnect();
     }
     return;
   }

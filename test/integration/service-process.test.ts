@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -174,6 +176,22 @@ describe('Redis down', () => {
     expect(await service.exited).toBe(0);
     expect(performance.now() - stopping).toBeLessThan(5000);
   });
+});
+
+it('the CLI exits as soon as it has said Redis is unreachable (it lingered 2.5 s)', async () => {
+  const bin = join(__dirname, '..', '..', 'bin', 'audio-webhooks.js');
+  const started = performance.now();
+  const child = spawn(process.execPath, [bin, 'failed'], {
+    env: { PATH: process.env.PATH ?? '', REDIS_URL: `redis://127.0.0.1:${await freePort()}` },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const [code] = (await once(child, 'exit')) as [number];
+  expect(code).toBe(1);
+  expect(stderr).toMatch(/cannot reach Redis/);
+  // Node's start-up and the connection attempt take ~0.4 s here; the linger was 2 s more.
+  expect(performance.now() - started).toBeLessThan(1500);
 });
 
 describe('a second signal', () => {

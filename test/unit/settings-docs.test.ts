@@ -1,0 +1,80 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SETTINGS, type SettingSpec } from '../../src/config/settings';
+
+// Each setting is declared once (src/config/settings.ts); these documents must say the same.
+const root = join(__dirname, '..', '..');
+const read = (path: string) => readFileSync(path, 'utf8');
+const settings = Object.entries(SETTINGS) as [string, SettingSpec][];
+const names = settings.map(([name]) => name);
+
+/** Cells of a Markdown table row; `\|` inside a cell is not a separator. */
+const cells = (row: string) =>
+  row
+    .trim()
+    .replace(/^\||\|$/g, '')
+    .split(/(?<!\\)\|/)
+    .map((cell) => cell.trim());
+
+/** The rows of the first table after `heading` whose header starts with `| variable`. */
+function tableAfter(text: string, heading: string): string[][] {
+  const from = text.indexOf(heading);
+  if (from < 0) throw new Error(`no "${heading}"`);
+  const lines = text.slice(from).split('\n');
+  const start = lines.findIndex((line) => /^\| *variable *\|/.test(line));
+  const rows: string[][] = [];
+  for (const line of lines.slice(start + 2)) {
+    if (!line.startsWith('|')) break;
+    rows.push(cells(line));
+  }
+  return rows;
+}
+
+const unquote = (cell: string) => cell.replace(/^`|`$/g, '');
+const documentedDefault = (spec: SettingSpec) =>
+  spec.default === undefined ? (spec.required ? '— (required)' : '—') : `\`${spec.default}\``;
+
+describe('the settings and their documents agree', () => {
+  it("README's configuration table: the same variables, defaults and readers, in order", () => {
+    const rows = tableAfter(read(join(root, 'README.md')), '## Configuration');
+    const expected = settings.map(([name, spec]) => [
+      `\`${name}\``,
+      documentedDefault(spec),
+      spec.readBy.join(', '),
+    ]);
+    // On a mismatch, the expected rows are the ones to write.
+    expect(rows.map((row) => row.slice(0, 3))).toEqual(expected);
+  });
+
+  it('.env.example: every variable once, with its default', () => {
+    const lines = read(join(root, '.env.example'))
+      .split('\n')
+      .map((line) => /^(?:# )?([A-Z][A-Z0-9_]*)=(.*)$/.exec(line))
+      .filter((match) => match !== null);
+    expect(lines.map((match) => match[1])).toEqual(names);
+    for (const [, name, value] of lines) {
+      const spec = SETTINGS[name as keyof typeof SETTINGS] as SettingSpec;
+      if (spec.required !== true) expect([name, value]).toEqual([name, spec.default ?? '']);
+    }
+  });
+
+  it("CONTRACT.md: every variable it names is a setting, with CONTRACT's default", () => {
+    const contract = join(root, '..', 'shared', 'CONTRACT.md');
+    if (!existsSync(contract))
+      throw new Error(`${contract} is missing: clone with shared/ beside it`);
+    // The sections whose variables this service reads so far.
+    const rows = ['## Environment'].flatMap((heading) => tableAfter(read(contract), heading));
+    expect(rows.length).toBeGreaterThan(10);
+    for (const [nameCell = '', defaultCell = ''] of rows) {
+      const rowNames = nameCell.split(' / ').map(unquote);
+      const defaults = defaultCell.split(' / ').map(unquote);
+      rowNames.forEach((name, i) => {
+        expect(names).toContain(name);
+        const spec = SETTINGS[name as keyof typeof SETTINGS] as SettingSpec;
+        const contractDefault = defaults[i] ?? defaults[0] ?? '';
+        if (!contractDefault.startsWith('—'))
+          expect([name, spec.default]).toEqual([name, contractDefault]);
+      });
+    }
+  });
+});
