@@ -24,3 +24,5 @@ export type {
 export { startWorkers, type WorkerOptions } from './workers/start-workers.js';
 export type { Hooks, HookContext } from './workers/hooks.js';
 export type { AudioStore, AudioMetadata } from './storage/audio-store.js';
+export { StorageError } from './storage/storage-errors.js';
+export { createLocalAudioStore } from './storage/local-audio-store.js';

@@ -71,7 +71,11 @@ it('SIGTERM during in-flight requests answers every one of them, then exits 0', 
 
   service.child.kill('SIGTERM');
   await service.waitForLog('shutting down');
-  await expect(get(port, '/healthz')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  // Not served: refused once the listener is closed, or reset when the connection reached the
+  // backlog in the instant between the log line and the close (seen on a loaded 2-core CI).
+  await expect(get(port, '/healthz')).rejects.toMatchObject({
+    code: expect.stringMatching(/^ECONN(REFUSED|RESET)$/),
+  });
 
   for (const { req, rest } of inFlight) req.end(rest);
   const answers = await Promise.all(inFlight.map((r) => r.answer));
