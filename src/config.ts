@@ -38,29 +38,39 @@ export interface LoadOptions {
 }
 
 /**
- * Reads the environment into a frozen Config. Every bad variable is reported in one ConfigError,
- * so an operator fixes them all in one go. An empty variable counts as unset.
+ * Parses `env` against a table of settings: every bad variable is reported in one ConfigError,
+ * so an operator fixes them all in one go. An empty variable counts as unset. The sandbox's own
+ * settings go through this too.
  */
-export function loadConfig(
-  env: NodeJS.ProcessEnv = process.env,
+export function parseSettings(
+  table: Readonly<Record<string, SettingSpec>>,
+  env: NodeJS.ProcessEnv,
   { forCli = false }: LoadOptions = {},
-): Config {
+): Readonly<Record<string, unknown>> {
   const problems: string[] = [];
-  const config: Record<string, unknown> = {};
-  for (const [name, spec] of Object.entries(SETTINGS) as [string, SettingSpec][]) {
+  const parsed: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(table)) {
     const given = env[name] === '' ? undefined : env[name];
     const raw = given ?? spec.default;
     if (raw === undefined && spec.required === true) {
-      if (forCli) config[fieldOf(name, spec)] = Object.freeze([]);
+      if (forCli) parsed[fieldOf(name, spec)] = Object.freeze([]);
       else problems.push(`${name} is required`);
       continue;
     }
     const result = spec.schema.safeParse(raw);
-    if (result.success) config[fieldOf(name, spec)] = deepFreeze(result.data);
+    if (result.success) parsed[fieldOf(name, spec)] = deepFreeze(result.data);
     else problems.push(...result.error.issues.map((issue) => `${name} ${issue.message}`));
   }
   if (problems.length > 0) throw new ConfigError(problems);
-  return Object.freeze(config) as Config;
+  return Object.freeze(parsed);
+}
+
+/** Reads the environment into the service's frozen Config. */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  options: LoadOptions = {},
+): Config {
+  return parseSettings(SETTINGS, env, options) as Config;
 }
 
 function deepFreeze<T>(value: T): T {

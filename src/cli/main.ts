@@ -8,6 +8,7 @@ import { createRevocationRegistry } from '../records/revocation-registry.js';
 import { describeError, OperationalError, UsageError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
 import { listFailed, retryFailed } from './queue-commands.js';
+import { runSandbox, SANDBOX_FLAGS } from './sandbox-command.js';
 import { send } from './send.js';
 
 /** One entry per command: its synopsis and what it does; `help` and `<command> --help` print them. */
@@ -50,6 +51,15 @@ const OPTIONS = {
   id: { type: 'string' },
   data: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'cdn-port': { type: 'string' },
+  'public-host': { type: 'string' },
+  'webhook-url': { type: 'string' },
+  'time-scale': { type: 'string' },
+  'rate-window-ms': { type: 'string' },
+  'delivery-timeout-ms': { type: 'string' },
+  dir: { type: 'string' },
 } as const;
 
 /** Which options each command takes; anything else is a usage error. */
@@ -59,6 +69,7 @@ const ACCEPTS: Readonly<Record<string, readonly string[]>> = {
   retry: ['all'],
   'revoked-keys': ['json'],
   failures: ['json'],
+  sandbox: [...SANDBOX_FLAGS, 'secret'],
 };
 
 /** Runs one command; returns the exit code. Standard output only carries the command's answer. */
@@ -90,6 +101,10 @@ export async function runCli(
     const extra = Object.keys(values).filter((key) => !accepted.includes(key));
     if (extra.length > 0) throw new UsageError(`${command} does not take --${extra.join(', --')}`);
 
+    if (command === 'sandbox') {
+      if (rest.length > 0) throw new UsageError('sandbox takes no arguments');
+      return await runSandbox(values, env, output, errors);
+    }
     // The CLI reads the service's configuration; only `send` needs a secret, and takes --secret.
     const config = loadConfig(env, { forCli: true });
     if (command === 'send') {

@@ -8,7 +8,7 @@ import { bool, int, optionalPath, origins, secrets, trustProxy } from './parsers
 export const SENDER_RETRY_WINDOW_SECONDS = 30 + 5 * 60 + 30 * 60 + 2 * 3600 + 6 * 3600;
 
 /** Which process reads a setting: the HTTP receiver, the workers, or the operator CLI. */
-export type Reader = 'web' | 'worker' | 'cli';
+export type Reader = 'web' | 'worker' | 'cli' | 'sandbox';
 
 export interface SettingSpec {
   /** Parses the raw value (the default when unset; undefined when there is neither). */
@@ -33,7 +33,7 @@ export const SETTINGS = {
   WEBHOOK_SECRETS: {
     schema: secrets,
     required: true,
-    readBy: ['web', 'cli'],
+    readBy: ['web', 'cli', 'sandbox'],
     doc: 'comma-separated signing secrets; any one verifies a delivery (rotation)',
   },
   PORT: { schema: int(0, 65535), default: '3000', readBy: ['web', 'cli'], doc: 'HTTP port' },
@@ -59,7 +59,7 @@ export const SETTINGS = {
   REDIS_URL: {
     schema: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://'),
     default: 'redis://127.0.0.1:6379',
-    readBy: ['web', 'worker', 'cli'],
+    readBy: ['web', 'worker', 'cli', 'sandbox'],
     doc: 'Redis for dedupe, queues and records (`rediss://` for TLS; password in the URL)',
   },
   QUEUE_PREFIX: {

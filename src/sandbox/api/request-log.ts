@@ -1,0 +1,22 @@
+import type { Redis } from 'ioredis';
+
+export interface LoggedRequest {
+  readonly key_id: string | null;
+  readonly endpoint: string;
+  /** Epoch ms of arrival. */
+  readonly at: number;
+  readonly status: number;
+}
+
+/** Every API request, in order of answer, for `GET /sandbox/requests` and the tests. */
+export function createRequestLog(redis: Redis, prefix: string) {
+  const key = `${prefix}:requests`;
+  return {
+    async add(entry: LoggedRequest): Promise<void> {
+      await redis.rpush(key, JSON.stringify(entry));
+    },
+    async list(): Promise<LoggedRequest[]> {
+      return (await redis.lrange(key, 0, -1)).map((raw) => JSON.parse(raw) as LoggedRequest);
+    },
+  };
+}

@@ -1,0 +1,61 @@
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { CdnCertificate } from './certificate.js';
+
+/** The only paths served: names the sandbox itself made (see audio-files.ts). */
+const AUDIO_PATH = /^\/audio\/(batch_[0-9a-f]{16})\/(\d{1,6})\.wav$/;
+
+export interface CdnServer {
+  readonly server: Server;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * The provider's CDN: HTTPS, GET only, serving the WAVs the sandbox rendered. A path is matched
+ * against the names the sandbox makes and never joined from the request as sent.
+ */
+export async function startCdn(
+  audioDir: string,
+  certificate: CdnCertificate,
+  host: string,
+  port: number,
+): Promise<CdnServer> {
+  const server = createServer({ key: certificate.key, cert: certificate.cert }, (req, res) => {
+    const match = AUDIO_PATH.exec(new URL(req.url ?? '/', 'https://cdn').pathname);
+    if (req.method !== 'GET' || !match) {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"not found"}');
+      return;
+    }
+    const path = join(audioDir, match[1] ?? '', `${match[2] ?? ''}.wav`);
+    stat(path).then(
+      (info) => {
+        res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': info.size });
+        createReadStream(path).pipe(res);
+      },
+      () =>
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"not found"}'),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => {
+          resolve();
+        });
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,119 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join, resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { Agent } from 'undici';
+import { createWorkerRedis } from '../redis/connections.js';
+import { createKeyStore, type ApiKey, type KeyStore } from './api/keys.js';
+import { createSandboxApi } from './api/create-api.js';
+import { createRateLimiter } from './api/rate-limit.js';
+import { createRequestLog } from './api/request-log.js';
+import { createAudioFiles } from './audio/audio-files.js';
+import { cdnCertificate } from './cdn/certificate.js';
+import { startCdn } from './cdn/cdn-server.js';
+import { createDeliveryEngine } from './delivery/delivery-engine.js';
+import { originOf, type SandboxConfig } from './sandbox-settings.js';
+
+/** What `<dir>/sandbox.json` holds and the sandbox prints (CONTRACT). */
+export interface SandboxInfo {
+  readonly api: string;
+  readonly cdn: string;
+  readonly ca: string;
+  readonly key: { readonly id: string; readonly token: string };
+}
+
+export interface RunningSandbox {
+  readonly info: SandboxInfo;
+  close(): Promise<void>;
+}
+
+/** The ready key: the same one across restarts while it is not revoked. */
+async function readyKey(
+  redis: ReturnType<typeof createWorkerRedis>,
+  keys: KeyStore,
+  prefix: string,
+): Promise<ApiKey> {
+  const pointer = `${prefix}:ready-key`;
+  const id = await redis.get(pointer);
+  const kept = id === null ? undefined : await keys.byId(id);
+  if (kept !== undefined && kept.revoked_at === undefined) return kept;
+  const key = await keys.create();
+  await redis.set(pointer, key.id);
+  return key;
+}
+
+/**
+ * The provider's stand-in: API (plain HTTP), CDN (HTTPS, self-signed), delivery engine, all
+ * state in Redis under SANDBOX_PREFIX, so pending deliveries survive a restart.
+ */
+export async function startSandbox(config: SandboxConfig, logger: Logger): Promise<RunningSandbox> {
+  await mkdir(config.dir, { recursive: true });
+  const certificate = await cdnCertificate(config.dir, [config.publicHost]);
+  const redis = createWorkerRedis(config);
+  redis.on('error', (error: unknown) => {
+    logger.warn(
+      { reason: error instanceof Error ? error.message : String(error) },
+      'Redis unavailable',
+    );
+  });
+  const audioDir = join(config.dir, 'audio');
+  await mkdir(audioDir, { recursive: true });
+  const cdn = await startCdn(audioDir, certificate, config.host, config.cdnPort);
+  const cdnOrigin = originOf('https', config.publicHost, cdn.port);
+  const keys = createKeyStore(redis, config.prefix);
+  const engine = createDeliveryEngine({
+    redis,
+    prefix: config.prefix,
+    webhookUrl: config.webhookUrl,
+    secrets: { current: config.secret, rotated: config.rotatedSecret },
+    timeScale: config.timeScale,
+    deliveryTimeoutMs: config.deliveryTimeoutMs,
+    logger,
+  });
+  const cdnDispatcher = new Agent({ connect: { ca: certificate.cert } });
+  const app = createSandboxApi({
+    keys,
+    admit: createRateLimiter(redis, config.prefix, config.rateWindowMs),
+    requests: createRequestLog(redis, config.prefix),
+    engine,
+    audio: createAudioFiles(audioDir, cdnOrigin),
+    cdnOrigin,
+    cdnDispatcher,
+    rateWindowMs: config.rateWindowMs,
+    logger,
+  });
+  const server = createServer(app);
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolveListen();
+    });
+  });
+  const key = await readyKey(redis, keys, config.prefix);
+  const info: SandboxInfo = {
+    api: originOf('http', config.publicHost, (server.address() as AddressInfo).port),
+    cdn: cdnOrigin,
+    ca: resolve(certificate.caPath),
+    key: { id: key.id, token: key.token },
+  };
+  await writeFile(join(config.dir, 'sandbox.json'), `${JSON.stringify(info, null, 2)}\n`);
+  return {
+    info,
+    async close() {
+      await new Promise<void>((resolveClose) => {
+        server.close(() => {
+          resolveClose();
+        });
+        server.closeAllConnections();
+      });
+      await cdn.close();
+      await engine.close();
+      await cdnDispatcher.close();
+      await redis.quit().catch(() => {
+        redis.disconnect();
+      });
+    },
+  };
+}
