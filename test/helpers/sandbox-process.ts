@@ -1,0 +1,118 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { request } from 'undici';
+import { freePort } from './private-redis';
+
+const BIN = join(__dirname, '..', '..', 'bin', 'audio-webhooks.js');
+
+export interface SandboxInfo {
+  readonly api: string;
+  readonly cdn: string;
+  readonly ca: string;
+  readonly key: { readonly id: string; readonly token: string };
+}
+
+export interface SandboxProcess {
+  readonly child: ChildProcess;
+  readonly info: SandboxInfo;
+  readonly dir: string;
+  readonly prefix: string;
+  /** SIGTERM, then waits for the exit code. */
+  stop(): Promise<number | null>;
+  /** GET or POST a JSON path of the sandbox's API; resolves with status, headers and body. */
+  call(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    token?: string,
+  ): Promise<{ status: number; headers: Record<string, unknown>; body: unknown }>;
+}
+
+export interface SandboxOptions {
+  readonly flags?: Readonly<Record<string, string>>;
+  readonly env?: Readonly<Record<string, string>>;
+  /** Reuse the state of an earlier run (a restart). */
+  readonly dir?: string;
+  readonly prefix?: string;
+}
+
+/** Runs `audio-webhooks sandbox` as a user would, on free loopback ports, and reads its JSON line. */
+export async function startSandboxProcess(options: SandboxOptions = {}): Promise<SandboxProcess> {
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'aw-sandbox-'));
+  const prefix = options.prefix ?? `sandbox-test-${Math.random().toString(16).slice(2)}`;
+  const flags = {
+    port: String(await freePort()),
+    'cdn-port': String(await freePort()),
+    dir,
+    ...options.flags,
+  };
+  const child = spawn(
+    process.execPath,
+    [BIN, 'sandbox', ...Object.entries(flags).flatMap(([name, value]) => [`--${name}`, value])],
+    {
+      env: {
+        PATH: process.env.PATH ?? '',
+        REDIS_URL: process.env.REDIS_URL ?? '',
+        SANDBOX_PREFIX: prefix,
+        LOG_LEVEL: 'warn',
+        ...options.env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const lines = createInterface({ input: child.stdout });
+  const exited = once(child, 'exit');
+  const first = await Promise.race([
+    once(lines, 'line').then(([line]) => line as string),
+    exited.then(([code]) => {
+      throw new Error(`sandbox exited (${String(code)}): ${stderr}`);
+    }),
+  ]);
+  const info = JSON.parse(first) as SandboxInfo;
+  return {
+    child,
+    info,
+    dir,
+    prefix,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      const [code] = (await exited) as [number | null];
+      return code;
+    },
+    async call(method, path, body, token) {
+      const res = await request(`${info.api}${path}`, {
+        method,
+        headers: {
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const type = String(res.headers['content-type'] ?? '');
+      const parsed: unknown = type.includes('json')
+        ? await res.body.json()
+        : Buffer.from(await res.body.arrayBuffer());
+      return { status: res.statusCode, headers: res.headers, body: parsed };
+    },
+  };
+}
+
+/** Polls until `check` holds (the sandbox is another process: its records are what we can see). */
+export async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  { timeoutMs = 30_000, everyMs = 100 } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`not reached within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
