@@ -102,9 +102,9 @@ it('the whole loop: a 200-item batch through sandbox, receiver and workers (real
       .sort(),
   ).toEqual([...fail].sort());
   // Every audio file on disk, byte for byte what the sandbox's CDN served.
-  const metadata = await eventually(async () => {
+  const metadata = await eventually(() => {
     const names = readdirSync(audioDir).filter((name) => name.endsWith('.json'));
-    return names.length === 190 ? names : undefined;
+    return Promise.resolve(names.length === 190 ? names : undefined);
   });
   for (const name of metadata) {
     const meta = JSON.parse(readFileSync(join(audioDir, name), 'utf8')) as {
