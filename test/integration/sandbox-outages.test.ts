@@ -1,0 +1,142 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { createLogger } from '../../src/logger';
+import { startWorkers } from '../../src/workers/start-workers';
+import { freePort, startPrivateRedis } from '../helpers/private-redis';
+import { eventually, startSandboxProcess } from '../helpers/sandbox-process';
+import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
+import { deleteKeys, testConfig } from '../helpers/test-receiver';
+
+// Issue #8, test 2: nothing lost through outages, by the provider's own retries alone.
+const SECRET = 'whsec_outage_test';
+const ITEMS = 1000;
+
+interface Delivery {
+  data_id: string;
+  state: string;
+  attempts: unknown[];
+}
+
+it('a 1,000-item batch while the receiver, then Redis, are SIGKILLed and restarted: every audio on disk once, none exhausted', async () => {
+  // The receiver's Redis: private (it is killed), with the append-only file as in production.
+  const redis = await startPrivateRedis({ persistent: true });
+  const port = await freePort();
+  const sbx = await startSandboxProcess({
+    flags: { 'time-scale': '0.001', 'webhook-url': `http://127.0.0.1:${port}/webhooks` },
+    env: { WEBHOOK_SECRETS: SECRET },
+  });
+  const prefix = `test-${randomUUID()}`;
+  const env = {
+    WEBHOOK_SECRETS: SECRET,
+    REDIS_URL: redis.url,
+    QUEUE_PREFIX: prefix,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ROLE: 'web',
+  };
+  let receiver: ServiceProcess = spawnService(env);
+  const audioDir = join(sbx.dir, 'received');
+  const hookRuns = new Map<string, number>();
+  let allHooked!: () => void;
+  const hooked = new Promise<void>((resolve) => (allHooked = resolve));
+  const workers = await startWorkers(
+    testConfig({
+      REDIS_URL: redis.url,
+      QUEUE_PREFIX: prefix,
+      AUDIO_DIR: audioDir,
+      CDN_URL: sbx.info.cdn,
+      DOWNLOAD_CA_FILE: sbx.info.ca,
+      DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+      DOWNLOAD_BACKOFF_MS: '100',
+      WORKER_LOCK_MS: '5000',
+      WORKER_CONCURRENCY: '16',
+    }),
+    createLogger('silent'),
+    {
+      hooks: {
+        audioReady(event) {
+          hookRuns.set(event.data.id, (hookRuns.get(event.data.id) ?? 0) + 1);
+          if (hookRuns.size === ITEMS) allHooked();
+          return Promise.resolve();
+        },
+      },
+    },
+  );
+  const delivered = async () =>
+    ((await sbx.call('GET', '/sandbox/deliveries')).body as Delivery[]).filter(
+      (d) => d.state === 'delivered',
+    ).length;
+
+  try {
+    await receiver.waitForLog('audio-webhooks started');
+    const items = Array.from({ length: ITEMS }, (_unused, i) => ({
+      id: `item-${i}`,
+      text: `outage item ${i}`,
+      voice: 'alloy',
+    }));
+    const batch = await sbx.call('POST', '/v1/tts/batch', { items }, sbx.info.key.token);
+    expect(batch.status).toBe(202);
+
+    // The receiver dies mid-stream and comes back on the same port.
+    await eventually(async () => ((await delivered()) >= 100 ? true : undefined), { everyMs: 20 });
+    receiver.child.kill('SIGKILL');
+    await receiver.exited;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    receiver = spawnService(env);
+    await receiver.waitForLog('audio-webhooks started');
+
+    // Then Redis dies (SIGKILL) under load and restarts from its append-only file.
+    await eventually(async () => ((await delivered()) >= 500 ? true : undefined), { everyMs: 20 });
+    await redis.stop();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await redis.start();
+
+    const all = await eventually(
+      async () => {
+        const found = (await sbx.call('GET', '/sandbox/deliveries')).body as Delivery[];
+        return found.length === ITEMS && found.every((d) => d.state !== 'pending')
+          ? found
+          : undefined;
+      },
+      { timeoutMs: 60_000, everyMs: 250 },
+    );
+    expect(all.filter((d) => d.state === 'exhausted')).toEqual([]);
+    await hooked;
+
+    const names = readdirSync(audioDir);
+    expect(names.filter((name) => name.startsWith('.partial'))).toEqual([]);
+    expect(names).toHaveLength(ITEMS * 2);
+    for (let i = 0; i < ITEMS; i++) {
+      const meta = JSON.parse(readFileSync(join(audioDir, `item-${i}.json`), 'utf8')) as {
+        id: string;
+        audio_url: string;
+        sha256: string;
+      };
+      const served = readFileSync(
+        join(sbx.dir, 'audio', new URL(meta.audio_url).pathname.slice(7)),
+      );
+      const stored = readFileSync(join(audioDir, `item-${i}.wav`));
+      expect(meta.id).toBe(`item-${i}`);
+      expect(createHash('sha256').update(stored).digest('hex')).toBe(meta.sha256);
+      expect(meta.sha256).toBe(createHash('sha256').update(served).digest('hex'));
+    }
+    const twice = [...hookRuns.values()].filter((runs) => runs > 1).length;
+    const attempts = all.reduce((sum, d) => sum + d.attempts.length, 0);
+    process.stdout.write(
+      `outages: ${ITEMS} items, ${attempts} delivery attempts (${(attempts / ITEMS).toFixed(2)} per delivery), ` +
+        `${twice} audio.ready hooks ran twice\n`,
+    );
+    expect(hookRuns.size).toBe(ITEMS);
+  } finally {
+    receiver.child.kill('SIGKILL');
+    await receiver.exited;
+    await workers.close();
+    await sbx.stop();
+    await redis.stop();
+    const shared = new Redis(process.env.REDIS_URL ?? '');
+    await deleteKeys(shared, `${sbx.prefix}:*`);
+    shared.disconnect();
+  }
+}, 120_000);
