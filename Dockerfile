@@ -21,7 +21,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
-RUN mkdir -p /app/data/audio && chown -R node:node /app/data
+RUN mkdir -p /app/data/audio /app/data/sandbox && chown -R node:node /app/data
 USER node
 ENV PORT=3000 AUDIO_DIR=/app/data/audio
 EXPOSE 3000

@@ -1,9 +1,13 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { rmSync } from 'node:fs';
+import { Redis } from 'ioredis';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { serve } from '../../src/http/serve';
-import { createTestReceiver, type TestReceiver } from '../helpers/test-receiver';
+import { createTestReceiver, deleteKeys, type TestReceiver } from '../helpers/test-receiver';
 
 const run = promisify(execFile);
 const root = join(__dirname, '..', '..');
@@ -54,3 +58,52 @@ it('with a wrong secret the same example gets 401', async () => {
   });
   expect(JSON.parse(stdout)).toEqual({ detail: 'no signature matched any configured secret' });
 });
+
+/** True while any process of the group is alive. */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+it('"Try it with the sandbox": the README steps, as written, leave hello.json and hello.wav', async () => {
+  // The steps use the README's fixed ports (4010, 4443, 3000) and ./data under the repository.
+  const prefixes = {
+    QUEUE_PREFIX: `test-${randomUUID()}`,
+    SANDBOX_PREFIX: `sandbox-${randomUUID()}`,
+  };
+  rmSync(join(root, 'data', 'audio', 'hello.json'), { force: true });
+  rmSync(join(root, 'data', 'audio', 'hello.wav'), { force: true });
+  const script = readmeBlock('sandbox-demo');
+  const child = spawn('bash', ['-euo', 'pipefail', '-c', script], {
+    cwd: root,
+    env: { ...process.env, ...prefixes, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group: the sandbox and the service it starts in the background go with it.
+    detached: true,
+  });
+  let stdout = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  const pgid = child.pid!;
+  try {
+    const [code] = (await once(child, 'exit')) as [number];
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/"batch_id":"batch_[0-9a-f]{16}","items":\[\{"id":"hello"\}\]/);
+    expect(stdout).toMatch(/^hello\.json\nhello\.wav$/m);
+    const wav = readFileSync(join(root, 'data', 'audio', 'hello.wav'));
+    expect(wav.subarray(0, 4).toString()).toBe('RIFF');
+  } finally {
+    if (groupAlive(pgid)) process.kill(-pgid, 'SIGTERM');
+    const deadline = Date.now() + 10_000;
+    while (groupAlive(pgid) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const redis = new Redis(process.env.REDIS_URL ?? '');
+    await deleteKeys(redis, `${prefixes.QUEUE_PREFIX}:*`);
+    await deleteKeys(redis, `${prefixes.SANDBOX_PREFIX}:*`);
+    redis.disconnect();
+  }
+}, 60_000);

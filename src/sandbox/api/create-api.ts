@@ -171,6 +171,10 @@ export function createSandboxApi(deps: SandboxApiDeps): express.Express {
   );
 
   // Control: sandbox only, no key.
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+
   app.post('/sandbox/keys', async (_req, res) => {
     const key = await deps.keys.create();
     res.status(201).json({ id: key.id, token: key.token });
