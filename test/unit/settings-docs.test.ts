@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SETTINGS, type SettingSpec } from '../../src/config/settings';
+import { SANDBOX_SETTINGS, type SandboxSettingSpec } from '../../src/sandbox/sandbox-settings';
 
 // Each setting is declared once (src/config/settings.ts); these documents must say the same.
 const root = join(__dirname, '..', '..');
@@ -16,12 +17,12 @@ const cells = (row: string) =>
     .split(/(?<!\\)\|/)
     .map((cell) => cell.trim());
 
-/** The rows of the first table after `heading` whose header starts with `| variable`. */
-function tableAfter(text: string, heading: string): string[][] {
+/** The rows of the first table after `heading` whose header starts with `| <first>`. */
+function tableAfter(text: string, heading: string, first = 'variable'): string[][] {
   const from = text.indexOf(heading);
   if (from < 0) throw new Error(`no "${heading}"`);
   const lines = text.slice(from).split('\n');
-  const start = lines.findIndex((line) => /^\| *variable *\|/.test(line));
+  const start = lines.findIndex((line) => new RegExp(`^\\| *${first} *\\|`).test(line));
   const rows: string[][] = [];
   for (const line of lines.slice(start + 2)) {
     if (!line.startsWith('|')) break;
@@ -76,5 +77,42 @@ describe('the settings and their documents agree', () => {
           expect([name, spec.default]).toEqual([name, contractDefault]);
       });
     }
+  });
+
+  describe('the sandbox', () => {
+    const sandbox = Object.entries(SANDBOX_SETTINGS) as [string, SandboxSettingSpec][];
+    const expected = sandbox.map(([name, spec]) => [
+      spec.flag === undefined ? '—' : `\`--${spec.flag}\``,
+      `\`${name}\``,
+      spec.default === undefined ? '—' : `\`${spec.default}\``,
+    ]);
+
+    it("README's flag table: the same flags, variables and defaults, in order", () => {
+      const rows = tableAfter(read(join(root, 'README.md')), '## The provider sandbox', 'flag');
+      expect(rows.map((row) => row.slice(0, 3))).toEqual(expected);
+    });
+
+    it("CONTRACT.md's flag table: every flag and variable it names, with its default", () => {
+      const contract = read(join(root, '..', 'shared', 'CONTRACT.md'));
+      const rows = tableAfter(contract, '## The provider sandbox', 'flag');
+      expect(rows.length).toBeGreaterThan(5);
+      const byName = new Map(sandbox);
+      for (const [flags = '', variables = '', defaults = ''] of rows) {
+        const split = (cell: string) => cell.split(' / ').map(unquote);
+        const [flagList, nameList, defaultList] = [split(flags), split(variables), split(defaults)];
+        nameList.forEach((name, i) => {
+          const spec = byName.get(name);
+          expect([name, spec?.flag === undefined ? undefined : `--${spec.flag}`]).toEqual([
+            name,
+            flagList[i],
+          ]);
+          const contractDefault = defaultList[i] ?? '';
+          // CONTRACT's "first of WEBHOOK_SECRETS" is computed, not a literal default.
+          if (contractDefault.startsWith('`') || /^[\w./:-]+$/.test(contractDefault)) {
+            expect([name, spec?.default]).toEqual([name, contractDefault]);
+          }
+        });
+      }
+    });
   });
 });
