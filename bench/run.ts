@@ -13,6 +13,7 @@ import { startLocalCdn } from '../test/helpers/local-cdn.js';
 import { freePort, startPrivateRedis } from '../test/helpers/private-redis.js';
 import { runDownloads } from './downloads.js';
 import { runEndToEnd } from './end-to-end.js';
+import { runSandboxEndToEnd } from './sandbox-end-to-end.js';
 import { runLoad, type LoadResult } from './ingestion.js';
 import { BENCH_SECRET, forkBaseline, ratio, spawnService, stop } from './lib.js';
 import { countLost } from './verify-stored.js';
@@ -66,6 +67,7 @@ async function main(): Promise<void> {
     const ingest = await ingestion(redisServer.url, redis);
     const endToEnd = await runEndToEnd(redisServer.url, cdn);
     const downloads = await runDownloads(cdn);
+    const sandbox = await runSandboxEndToEnd(redisServer.url);
     const results = {
       date: new Date().toISOString(),
       machine: { node: process.version, cpus: cpus().length, cpu: cpus()[0]?.model ?? 'unknown' },
@@ -75,6 +77,7 @@ async function main(): Promise<void> {
         ratioAC: ratio(ingest.a.acceptedPerSecond, ingest.c.acceptedPerSecond),
       },
       endToEnd,
+      sandbox,
       downloads: {
         ...downloads,
         ratioToCurl:
@@ -97,6 +100,18 @@ async function main(): Promise<void> {
           endToEnd.metadataFiles === 9000 &&
           endToEnd.cdnDownloads === 9000,
         `${endToEnd.audioFiles} / ${endToEnd.metadataFiles} / ${endToEnd.cdnDownloads}`,
+      ],
+      [
+        'through the sandbox: 10,000 files + metadata, every delivery delivered',
+        sandbox.audioFiles === 10_000 &&
+          sandbox.metadataFiles === 10_000 &&
+          sandbox.notDelivered === 0,
+        `${sandbox.audioFiles} / ${sandbox.metadataFiles}, ${sandbox.notDelivered} not delivered`,
+      ],
+      [
+        'through the sandbox: 1.00 attempts per delivery',
+        sandbox.attemptsPerDelivery === 1,
+        `${sandbox.attemptsPerDelivery}`,
       ],
       [
         'downloader ≥ 0.9 × curl',
@@ -127,6 +142,7 @@ function table(
   results: {
     ingestion: { ratioAB: number; ratioAC: number };
     endToEnd: Awaited<ReturnType<typeof runEndToEnd>>;
+    sandbox: Awaited<ReturnType<typeof runSandboxEndToEnd>>;
     downloads: Awaited<ReturnType<typeof runDownloads>> & {
       ratioToCurl: number | null;
       ratioToBareUndici: number;
@@ -153,6 +169,10 @@ function table(
     '## End to end',
     '',
     `${e.deliveries} deliveries (${e.duplicates} duplicates) → ${e.audioFiles} audio files, ${e.metadataFiles} metadata files, ${e.cdnDownloads} CDN downloads, ${e.failedJobs} failed jobs, ${e.non2xx} non-2xx, in ${e.seconds} s (${Math.round(e.audioFiles / e.seconds)} files/s)`,
+    '',
+    '## Through the sandbox',
+    '',
+    `${results.sandbox.items} items (${Math.round(results.sandbox.wavBytes / 1024)} KB WAVs) from batch submission to every file and metadata on disk: ${results.sandbox.seconds} s (${results.sandbox.itemsPerSecond} items/s; the sandbox answered the batch after ${results.sandbox.submitSeconds} s and had every delivery answered 2xx after ${results.sandbox.deliveredSeconds} s); ${results.sandbox.audioFiles} audio files, ${results.sandbox.metadataFiles} metadata files, ${results.sandbox.failedJobs} failed jobs; ${results.sandbox.attemptsPerDelivery} delivery attempts per delivery (ideal 1.00), ${results.sandbox.notDelivered} not delivered`,
     '',
     '## Downloads',
     '',

@@ -1,13 +1,20 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { request } from 'undici';
 import { freePort } from './private-redis';
 
-const BIN = join(__dirname, '..', '..', 'bin', 'audio-webhooks.js');
+/** The repository's root, from test/helpers or from the benchmark's dist-bench/test/helpers. */
+function repoRoot(from = __dirname): string {
+  let dir = from;
+  while (!existsSync(join(dir, 'package.json'))) dir = dirname(dir);
+  return dir;
+}
+
+const BIN = join(repoRoot(), 'bin', 'audio-webhooks.js');
 
 export interface SandboxInfo {
   readonly api: string;

@@ -1,0 +1,116 @@
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { QueueEvents } from 'bullmq';
+import { freePort } from '../test/helpers/private-redis.js';
+import { startSandboxProcess } from '../test/helpers/sandbox-process.js';
+import { DELIVERY_QUEUE } from '../src/queue/delivery-queue.js';
+import { charactersForBytes } from '../src/sandbox/audio/synthesize-wav.js';
+import { BENCH_SECRET, spawnService, stop } from './lib.js';
+
+export interface SandboxEndToEndResult {
+  readonly items: number;
+  readonly wavBytes: number;
+  /** From the batch POST until the last job completed (metadata is written before that). */
+  readonly seconds: number;
+  readonly itemsPerSecond: number;
+  /** How long the sandbox took to render the batch and answer 202. */
+  readonly submitSeconds: number;
+  /** When the last delivery was answered 2xx, from the batch POST: the provider's side. */
+  readonly deliveredSeconds: number;
+  readonly audioFiles: number;
+  readonly metadataFiles: number;
+  readonly failedJobs: number;
+  /** Delivery attempts the sandbox logged per delivery; 1.00 is ideal. */
+  readonly attemptsPerDelivery: number;
+  readonly notDelivered: number;
+}
+
+/**
+ * The provider's whole loop on one machine: a 10,000-item batch (64 KB WAVs) submitted to the
+ * sandbox, delivered with its real signatures and retry engine (time scale 1: a failed attempt
+ * would cost 30 s, so attempts per delivery tells the truth) to the service (ROLE=all), which
+ * downloads every file from the sandbox's HTTPS CDN.
+ */
+export async function runSandboxEndToEnd(
+  redisUrl: string,
+  items = 10_000,
+): Promise<SandboxEndToEndResult> {
+  const port = await freePort();
+  const sandbox = await startSandboxProcess({
+    flags: { 'webhook-url': `http://127.0.0.1:${port}/webhooks` },
+    env: { WEBHOOK_SECRETS: BENCH_SECRET, REDIS_URL: redisUrl },
+    prefix: 'bench-sandbox',
+  });
+  const audioDir = mkdtempSync(join(tmpdir(), 'aw-bench-sandbox-'));
+  const prefix = 'bench-sandbox-e2e';
+  const service = await spawnService({
+    PORT: String(port),
+    REDIS_URL: redisUrl,
+    QUEUE_PREFIX: prefix,
+    ROLE: 'all',
+    AUDIO_DIR: audioDir,
+    CDN_URL: sandbox.info.cdn,
+    DOWNLOAD_CA_FILE: sandbox.info.ca,
+    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    LOG_LEVEL: 'info',
+  });
+  const events = new QueueEvents(DELIVERY_QUEUE, { connection: { url: redisUrl }, prefix });
+  await events.waitUntilReady();
+  let settled = 0;
+  let failedJobs = 0;
+  const allDone = new Promise<void>((resolve) => {
+    const count = () => {
+      if (++settled === items) resolve();
+    };
+    events.on('completed', count);
+    events.on('failed', () => {
+      failedJobs++;
+      count();
+    });
+  });
+
+  const length = charactersForBytes(64 * 1024);
+  const batch = Array.from({ length: items }, (_unused, i) => ({
+    id: `bench-${i}`,
+    text: `${i} `.padEnd(length, 'abcdefghij').slice(0, length),
+    voice: 'alloy',
+  }));
+  process.stderr.write(`sandbox end to end: ${items} items, 64 KB WAVs\n`);
+  const startedAt = Date.now();
+  const started = performance.now();
+  const answer = await sandbox.call(
+    'POST',
+    '/v1/tts/batch',
+    { items: batch },
+    sandbox.info.key.token,
+  );
+  const submitSeconds = (performance.now() - started) / 1000;
+  if (answer.status !== 202) throw new Error(`batch answered ${answer.status}`);
+  await allDone;
+  const seconds = (performance.now() - started) / 1000;
+  await events.close();
+
+  const deliveries = (await sandbox.call('GET', '/sandbox/deliveries')).body as {
+    state: string;
+    attempts: { at: number; ms: number }[];
+  }[];
+  const lastAnswer = Math.max(...deliveries.flatMap((d) => d.attempts.map((a) => a.at + a.ms)));
+  await stop(service);
+  await sandbox.stop();
+  const files = readdirSync(audioDir);
+  const attempts = deliveries.reduce((sum, d) => sum + d.attempts.length, 0);
+  return {
+    items,
+    wavBytes: 44 + length * 0.08 * 16_000 * 2,
+    seconds: Math.round(seconds * 100) / 100,
+    itemsPerSecond: Math.round(items / seconds),
+    submitSeconds: Math.round(submitSeconds * 100) / 100,
+    deliveredSeconds: Math.round((lastAnswer - startedAt) / 10) / 100,
+    audioFiles: files.filter((f) => f.endsWith('.wav')).length,
+    metadataFiles: files.filter((f) => f.endsWith('.json')).length,
+    failedJobs,
+    attemptsPerDelivery: Math.round((attempts / Math.max(1, deliveries.length)) * 100) / 100,
+    notDelivered: deliveries.filter((d) => d.state !== 'delivered').length,
+  };
+}
