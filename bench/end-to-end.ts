@@ -2,14 +2,12 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { QueueEvents } from 'bullmq';
 import { Pool } from 'undici';
 import { freePort } from '../test/helpers/private-redis.js';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
-import { DELIVERY_QUEUE } from '../src/queue/delivery-queue.js';
 import { sampleDelivery } from '../src/webhooks/sample-delivery.js';
 import { signPayload } from '../src/webhooks/sign-payload.js';
-import { BENCH_SECRET, spawnService, stop } from './lib.js';
+import { BENCH_SECRET, spawnWholeService, stop, watchSettledJobs } from './lib.js';
 
 export interface EndToEndResult {
   readonly deliveries: number;
@@ -43,19 +41,10 @@ export async function runEndToEnd(
   writeFileSync(caFile, cdn.ca);
   const prefix = 'bench-e2e';
   const port = await freePort();
-  const service = await spawnService({
-    PORT: String(port),
-    REDIS_URL: redisUrl,
-    QUEUE_PREFIX: prefix,
-    ROLE: 'all',
-    AUDIO_DIR: audioDir,
+  const service = await spawnWholeService(port, redisUrl, prefix, audioDir, {
     CDN_URL: cdn.origin,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
     NODE_EXTRA_CA_CERTS: caFile,
-    LOG_LEVEL: 'info',
   });
-  const events = new QueueEvents(DELIVERY_QUEUE, { connection: { url: redisUrl }, prefix });
-  await events.waitUntilReady();
 
   const ids: string[] = [];
   const bodies = Array.from({ length: total }, (_, i) => {
@@ -65,19 +54,7 @@ export async function runEndToEnd(
   });
   const unique = ids.length;
 
-  let settled = 0;
-  let failedJobs = 0;
-  const allDone = new Promise<void>((resolve) => {
-    const count = () => {
-      settled++;
-      if (settled === unique) resolve();
-    };
-    events.on('completed', count);
-    events.on('failed', () => {
-      failedJobs++;
-      count();
-    });
-  });
+  const jobs = await watchSettledJobs(redisUrl, prefix, unique);
 
   process.stderr.write(
     `end to end: ${total} deliveries (${total - unique} duplicates), 64 KB files\n`,
@@ -104,10 +81,10 @@ export async function runEndToEnd(
       }
     }),
   );
-  await allDone;
+  await jobs.done;
   const seconds = (performance.now() - started) / 1000;
   await pool.close();
-  await events.close();
+  await jobs.close();
   await stop(service);
 
   const files = readdirSync(audioDir);
@@ -118,7 +95,7 @@ export async function runEndToEnd(
     audioFiles: files.filter((f) => f.endsWith('.mp3')).length,
     metadataFiles: files.filter((f) => f.endsWith('.json')).length,
     cdnDownloads,
-    failedJobs,
+    failedJobs: jobs.failed(),
     non2xx,
   };
 }

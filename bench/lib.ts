@@ -1,3 +1,5 @@
+import { QueueEvents } from 'bullmq';
+import { DELIVERY_QUEUE } from '../src/queue/delivery-queue.js';
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, openSync } from 'node:fs';
@@ -53,4 +55,43 @@ export async function stop(child: ChildProcess): Promise<void> {
 
 export function ratio(a: number, b: number): number {
   return b === 0 ? 0 : Math.round((a / b) * 100) / 100;
+}
+
+/** Counts the delivery queue's jobs that completed or failed for good, until `expected` did. */
+export async function watchSettledJobs(redisUrl: string, prefix: string, expected: number) {
+  const events = new QueueEvents(DELIVERY_QUEUE, { connection: { url: redisUrl }, prefix });
+  await events.waitUntilReady();
+  let settled = 0;
+  let failed = 0;
+  const done = new Promise<void>((resolve) => {
+    const count = () => {
+      if (++settled === expected) resolve();
+    };
+    events.on('completed', count);
+    events.on('failed', () => {
+      failed++;
+      count();
+    });
+  });
+  return { done, failed: () => failed, close: () => events.close() };
+}
+
+/** The whole service (ROLE=all) on `port`, its audio in `audioDir`, plus download settings. */
+export function spawnWholeService(
+  port: number,
+  redisUrl: string,
+  prefix: string,
+  audioDir: string,
+  download: Record<string, string>,
+): Promise<ChildProcess> {
+  return spawnService({
+    PORT: String(port),
+    REDIS_URL: redisUrl,
+    QUEUE_PREFIX: prefix,
+    ROLE: 'all',
+    AUDIO_DIR: audioDir,
+    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    LOG_LEVEL: 'info',
+    ...download,
+  });
 }

@@ -1,12 +1,10 @@
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { QueueEvents } from 'bullmq';
 import { freePort } from '../test/helpers/private-redis.js';
 import { startSandboxProcess } from '../test/helpers/sandbox-process.js';
-import { DELIVERY_QUEUE } from '../src/queue/delivery-queue.js';
 import { charactersForBytes } from '../src/sandbox/audio/synthesize-wav.js';
-import { BENCH_SECRET, spawnService, stop } from './lib.js';
+import { BENCH_SECRET, spawnWholeService, stop, watchSettledJobs } from './lib.js';
 
 export interface SandboxEndToEndResult {
   readonly items: number;
@@ -44,31 +42,11 @@ export async function runSandboxEndToEnd(
   });
   const audioDir = mkdtempSync(join(tmpdir(), 'aw-bench-sandbox-'));
   const prefix = 'bench-sandbox-e2e';
-  const service = await spawnService({
-    PORT: String(port),
-    REDIS_URL: redisUrl,
-    QUEUE_PREFIX: prefix,
-    ROLE: 'all',
-    AUDIO_DIR: audioDir,
+  const service = await spawnWholeService(port, redisUrl, prefix, audioDir, {
     CDN_URL: sandbox.info.cdn,
     DOWNLOAD_CA_FILE: sandbox.info.ca,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
-    LOG_LEVEL: 'info',
   });
-  const events = new QueueEvents(DELIVERY_QUEUE, { connection: { url: redisUrl }, prefix });
-  await events.waitUntilReady();
-  let settled = 0;
-  let failedJobs = 0;
-  const allDone = new Promise<void>((resolve) => {
-    const count = () => {
-      if (++settled === items) resolve();
-    };
-    events.on('completed', count);
-    events.on('failed', () => {
-      failedJobs++;
-      count();
-    });
-  });
+  const jobs = await watchSettledJobs(redisUrl, prefix, items);
 
   const length = charactersForBytes(64 * 1024);
   const batch = Array.from({ length: items }, (_unused, i) => ({
@@ -87,9 +65,9 @@ export async function runSandboxEndToEnd(
   );
   const submitSeconds = (performance.now() - started) / 1000;
   if (answer.status !== 202) throw new Error(`batch answered ${answer.status}`);
-  await allDone;
+  await jobs.done;
   const seconds = (performance.now() - started) / 1000;
-  await events.close();
+  await jobs.close();
 
   const deliveries = (await sandbox.call('GET', '/sandbox/deliveries')).body as {
     state: string;
@@ -109,7 +87,7 @@ export async function runSandboxEndToEnd(
     deliveredSeconds: Math.round((lastAnswer - startedAt) / 10) / 100,
     audioFiles: files.filter((f) => f.endsWith('.wav')).length,
     metadataFiles: files.filter((f) => f.endsWith('.json')).length,
-    failedJobs,
+    failedJobs: jobs.failed(),
     attemptsPerDelivery: Math.round((attempts / Math.max(1, deliveries.length)) * 100) / 100,
     notDelivered: deliveries.filter((d) => d.state !== 'delivered').length,
   };
