@@ -26,3 +26,16 @@ export type { Hooks, HookContext } from './workers/hooks.js';
 export type { AudioStore, AudioMetadata } from './storage/audio-store.js';
 export { StorageError } from './storage/storage-errors.js';
 export { createLocalAudioStore } from './storage/local-audio-store.js';
+export {
+  createProviderClient,
+  type ProviderClient,
+  type ProviderClientOptions,
+  type AudioResult,
+} from './provider/create-provider-client.js';
+export {
+  ProviderError,
+  ProviderUnavailableError,
+  RateLimitDeadlineError,
+  NoKeyLeftError,
+} from './provider/provider-errors.js';
+export type { ApiKeyConfig, Endpoint } from './provider/provider-settings.js';

@@ -8,6 +8,7 @@ import { createRevocationRegistry } from '../records/revocation-registry.js';
 import { describeError, OperationalError, UsageError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
 import { listFailed, retryFailed } from './queue-commands.js';
+import { runTts, runVoices } from './provider-commands.js';
 import { runSandbox, SANDBOX_FLAGS } from './sandbox-command.js';
 import { send } from './send.js';
 
@@ -60,6 +61,10 @@ const OPTIONS = {
   'rate-window-ms': { type: 'string' },
   'delivery-timeout-ms': { type: 'string' },
   dir: { type: 'string' },
+  voice: { type: 'string' },
+  out: { type: 'string' },
+  file: { type: 'string' },
+  'out-dir': { type: 'string' },
 } as const;
 
 /** Which options each command takes; anything else is a usage error. */
@@ -70,6 +75,8 @@ const ACCEPTS: Readonly<Record<string, readonly string[]>> = {
   'revoked-keys': ['json'],
   failures: ['json'],
   sandbox: [...SANDBOX_FLAGS, 'secret'],
+  tts: ['voice', 'out', 'file', 'out-dir'],
+  voices: ['json'],
 };
 
 /** Runs one command; returns the exit code. Standard output only carries the command's answer. */
@@ -115,6 +122,28 @@ export async function runCli(
         { event: rest[0], url: values.url, secret, id: values.id, data: values.data },
         config,
         output,
+      );
+    }
+    if (command === 'tts' || command === 'voices') {
+      if (rest.length > (command === 'tts' ? 1 : 0))
+        throw new UsageError(`${command}: too many arguments`);
+      return await withRedis(config, (redis) =>
+        command === 'voices'
+          ? runVoices(values.json === true, env, config, redis, output)
+          : runTts(
+              {
+                text: rest[0],
+                voice: values.voice,
+                out: values.out,
+                file: values.file,
+                outDir: values['out-dir'],
+              },
+              env,
+              config,
+              redis,
+              output,
+              errors,
+            ),
       );
     }
     if (command === 'retry' && (rest.length === 1) === (values.all === true)) {

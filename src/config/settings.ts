@@ -8,7 +8,7 @@ import { bool, int, optionalPath, origins, secrets, trustProxy } from './parsers
 export const SENDER_RETRY_WINDOW_SECONDS = 30 + 5 * 60 + 30 * 60 + 2 * 3600 + 6 * 3600;
 
 /** Which process reads a setting: the HTTP receiver, the workers, or the operator CLI. */
-export type Reader = 'web' | 'worker' | 'cli' | 'sandbox';
+export type Reader = 'web' | 'worker' | 'cli' | 'sandbox' | 'client';
 
 export interface SettingSpec {
   /** Parses the raw value (the default when unset; undefined when there is neither). */

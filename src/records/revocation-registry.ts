@@ -18,13 +18,37 @@ export interface RevocationRegistry {
   listRevokedKeys(): Promise<RevokedKey[]>;
 }
 
+/** Where a new revocation is announced (the key id), for clients that keep a local set. */
+export function revocationChannel(prefix: string): string {
+  return `${prefix}:revoked-keys:announce`;
+}
+
+/** The hash of revocations: key id → record. */
+export function revocationKey(prefix: string): string {
+  return `${prefix}:revoked-keys`;
+}
+
+// Record and announce together: a subscriber never misses a revocation that is stored.
+const RECORD = `
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('PUBLISH', ARGV[3], ARGV[1])
+return 1`;
+
 /** The revocation registry: one Redis hash under the queue prefix, key id → record. */
 export function createRevocationRegistry(redis: Redis, prefix: string): RevocationRegistry {
-  const key = `${prefix}:revoked-keys`;
+  const key = revocationKey(prefix);
   return {
     async record(event, revokedAt) {
       const record: RevokedKey = { id: event.data.id, revoked_at: revokedAt, payload: event.data };
-      return (await redis.hsetnx(key, event.data.id, JSON.stringify(record))) === 1;
+      const added = await redis.eval(
+        RECORD,
+        1,
+        key,
+        event.data.id,
+        JSON.stringify(record),
+        revocationChannel(prefix),
+      );
+      return added === 1;
     },
     async isKeyRevoked(id) {
       return (await redis.hexists(key, id)) === 1;

@@ -64,7 +64,15 @@ export function createSandboxApi(deps: SandboxApiDeps): express.Express {
       const at = Date.now();
       let keyId: string | null = null;
       res.once('finish', () => {
-        void deps.requests.add({ key_id: keyId, endpoint: req.path, at, status: res.statusCode });
+        const retryAfter = res.getHeader('retry-after');
+        void deps.requests.add({
+          key_id: keyId,
+          endpoint: req.path,
+          at,
+          done: Date.now(),
+          status: res.statusCode,
+          ...(retryAfter === undefined ? {} : { retry_after: Number(retryAfter) }),
+        });
       });
       const token = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
       if (token === undefined)

@@ -5,7 +5,11 @@ export interface LoggedRequest {
   readonly endpoint: string;
   /** Epoch ms of arrival. */
   readonly at: number;
+  /** Epoch ms the answer was sent: [at, done] is when the request was in flight. */
+  readonly done: number;
   readonly status: number;
+  /** The Retry-After (seconds) a 429 carried. */
+  readonly retry_after?: number;
 }
 
 /** Every API request, in order of answer, for `GET /sandbox/requests` and the tests. */

@@ -1,0 +1,169 @@
+import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { SingleBar } from 'cli-progress';
+import type { Redis } from 'ioredis';
+import { parseSettings, type Config } from '../config.js';
+import { createProviderClient, type ProviderClient } from '../provider/create-provider-client.js';
+import {
+  NoKeyLeftError,
+  ProviderError,
+  ProviderUnavailableError,
+  RateLimitDeadlineError,
+} from '../provider/provider-errors.js';
+import {
+  PROVIDER_SETTINGS,
+  type ApiKeyConfig,
+  type Endpoint,
+} from '../provider/provider-settings.js';
+import { OperationalError, UsageError } from './cli-errors.js';
+import { printRows, type Output } from './print.js';
+
+export interface TtsArgs {
+  readonly text?: string | undefined;
+  readonly voice?: string | undefined;
+  readonly out?: string | undefined;
+  readonly file?: string | undefined;
+  readonly outDir?: string | undefined;
+}
+
+const EXTENSIONS: Readonly<Record<string, string>> = {
+  'audio/wav': '.wav',
+  'audio/x-wav': '.wav',
+  'audio/mpeg': '.mp3',
+  'audio/ogg': '.ogg',
+  'audio/flac': '.flac',
+};
+
+/** Written whole or not at all: a killed run leaves no half file to be taken for done. */
+async function writeAtomically(path: string, bytes: Buffer): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const temp = `${path}.partial-${process.pid}`;
+  await writeFile(temp, bytes);
+  await rename(temp, path);
+}
+
+/** The client as the CLI builds it: PROVIDER_* settings, the service's Redis and prefix. */
+async function withClient<T>(
+  env: NodeJS.ProcessEnv,
+  config: Config,
+  redis: Redis,
+  work: (client: ProviderClient) => Promise<T>,
+): Promise<T> {
+  const settings = parseSettings(PROVIDER_SETTINGS, env);
+  const baseUrl = settings.providerBaseUrl as string | undefined;
+  const keys = settings.providerApiKeys as ApiKeyConfig[];
+  if (baseUrl === undefined)
+    throw new UsageError("PROVIDER_BASE_URL is not set: the provider's {base_url}");
+  if (keys.length === 0)
+    throw new UsageError('PROVIDER_API_KEYS is not set: key_id=token[,key_id=token…]');
+  const client = await createProviderClient({
+    baseUrl,
+    keys,
+    redis,
+    prefix: config.queuePrefix,
+    limits: settings.providerLimits as Partial<Record<Endpoint, number>>,
+    windowMs: settings.providerRateWindowMs as number,
+    cacheTtlSeconds: settings.ttsCacheTtlSeconds as number,
+  });
+  try {
+    return await work(client);
+  } catch (error: unknown) {
+    if (
+      error instanceof NoKeyLeftError ||
+      error instanceof ProviderError ||
+      error instanceof ProviderUnavailableError ||
+      error instanceof RateLimitDeadlineError
+    ) {
+      throw new OperationalError(error.message);
+    }
+    throw error;
+  } finally {
+    await client.close();
+  }
+}
+
+/** `tts "<text>" --voice V --out FILE` or `tts --file LINES --voice V --out-dir DIR`. */
+export async function runTts(
+  args: TtsArgs,
+  env: NodeJS.ProcessEnv,
+  config: Config,
+  redis: Redis,
+  output: Output,
+  errors: Output & { readonly isTTY?: boolean },
+): Promise<number> {
+  const voice = args.voice;
+  if (voice === undefined) throw new UsageError('tts needs --voice');
+  if (args.file === undefined) {
+    if (args.text === undefined || args.out === undefined) {
+      throw new UsageError(
+        'tts takes "<text>" --voice V --out FILE, or --file LINES --voice V --out-dir DIR',
+      );
+    }
+    const { text, out } = args;
+    return withClient(env, config, redis, async (client) => {
+      const result = await client.tts({ text, voice });
+      await writeAtomically(out, result.audio);
+      output.out(
+        `wrote ${out} (${result.audio.length} bytes${result.cached ? ', from the cache' : ''})\n`,
+      );
+      return 0;
+    });
+  }
+  if (args.outDir === undefined || args.text !== undefined || args.out !== undefined) {
+    throw new UsageError('tts --file LINES takes --voice V --out-dir DIR');
+  }
+  const { file, outDir } = args;
+  const lines = (await readFile(file, 'utf8')).split(/\r?\n/);
+  const work = lines.flatMap((text, index) =>
+    text.trim() === '' ? [] : [{ text, number: index + 1 }],
+  );
+  await mkdir(outDir, { recursive: true });
+  // Resumable: a line whose file is already there (written whole: see writeAtomically) is done.
+  const done = new Set(
+    (await readdir(outDir))
+      .filter((name) => !name.includes('.partial-'))
+      .map((name) => name.split('.')[0]),
+  );
+  const todo = work.filter((item) => !done.has(String(item.number).padStart(4, '0')));
+  return withClient(env, config, redis, async (client) => {
+    const bar =
+      errors.isTTY === true
+        ? new SingleBar({
+            format: 'tts {bar} {value}/{total} | {rate}/s | ETA {eta_formatted}',
+            stream: process.stderr,
+          })
+        : undefined;
+    bar?.start(todo.length, 0, { rate: '0.0' });
+    const started = performance.now();
+    let written = 0;
+    // One request at a time: the provider's advice for batches over 10 (spec §8).
+    for (const item of todo) {
+      const result = await client.tts({ text: item.text, voice });
+      const name = `${String(item.number).padStart(4, '0')}${EXTENSIONS[result.contentType.split(';')[0] ?? ''] ?? '.bin'}`;
+      await writeAtomically(join(outDir, name), result.audio);
+      written++;
+      const rate = (written / ((performance.now() - started) / 1000)).toFixed(1);
+      if (bar) bar.update(written, { rate });
+      else errors.out(`${written}/${todo.length} ${name}${result.cached ? ' (cached)' : ''}\n`);
+    }
+    bar?.stop();
+    output.out(`${written} written, ${work.length - todo.length} already there, in ${outDir}\n`);
+    return 0;
+  });
+}
+
+/** `voices [--json]`. */
+export async function runVoices(
+  json: boolean,
+  env: NodeJS.ProcessEnv,
+  config: Config,
+  redis: Redis,
+  output: Output,
+): Promise<number> {
+  return withClient(env, config, redis, async (client) => {
+    const answer = (await client.voices()) as { voices?: unknown };
+    const voices = Array.isArray(answer.voices) ? (answer.voices as Record<string, unknown>[]) : [];
+    printRows(output, voices, ['id', 'name'], json);
+    return 0;
+  });
+}

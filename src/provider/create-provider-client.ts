@@ -1,0 +1,188 @@
+import type { Redis } from 'ioredis';
+import { request, type Dispatcher } from 'undici';
+import { createKeyPool } from './key-pool.js';
+import { createLimiter } from './limiter.js';
+import {
+  ProviderError,
+  ProviderUnavailableError,
+  RateLimitDeadlineError,
+} from './provider-errors.js';
+import { DEFAULT_LIMITS, type ApiKeyConfig, type Endpoint } from './provider-settings.js';
+import { askedWaitMs, fullJitter } from './retry-after.js';
+import { createTtsCache, type CachedAudio } from './tts-cache.js';
+
+export interface ProviderClientOptions {
+  /** The provider's {base_url} (PROVIDER_BASE_URL). */
+  readonly baseUrl: string;
+  /** Used in order; a revoked or refused key is skipped (PROVIDER_API_KEYS). */
+  readonly keys: readonly ApiKeyConfig[];
+  /** Shared by every process that must share the limits, pauses and cache. */
+  readonly redis: Redis;
+  /** Where the revocation registry lives (the service's QUEUE_PREFIX). Default `audio-webhooks`. */
+  readonly prefix?: string;
+  /** Per key and window. Default spec §8: tts 60, voice-convert 20, voices 600. */
+  readonly limits?: Partial<Record<Endpoint, number>>;
+  /** The provider's window, ms. Default 60,000. */
+  readonly windowMs?: number;
+  /** Identical TTS requests are served from the cache this long; 0 turns it off. Default 86,400. */
+  readonly cacheTtlSeconds?: number;
+  /** How long a call may wait for a slot or a pause, ms. Default 5 minutes. */
+  readonly deadlineMs?: number;
+  /** Retries of 429, 408, 5xx and network errors. Default 4. */
+  readonly maxRetries?: number;
+  /** One request's timeout, ms. Default 30,000. */
+  readonly timeoutMs?: number;
+  readonly dispatcher?: Dispatcher;
+}
+
+export interface AudioResult {
+  readonly audio: Buffer;
+  readonly contentType: string;
+  /** True when the TTS cache answered. */
+  readonly cached: boolean;
+}
+
+export interface ProviderClient {
+  tts(body: { text: string; voice: string } & Record<string, unknown>): Promise<AudioResult>;
+  voiceConvert(
+    body: { audio_url: string; voice: string } & Record<string, unknown>,
+  ): Promise<AudioResult>;
+  /** The parsed JSON of GET /voices, as the provider sent it. */
+  voices(): Promise<unknown>;
+  /** Ids of the configured keys known revoked. */
+  revokedKeys(): readonly string[];
+  close(): Promise<void>;
+}
+
+interface Answer {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: Buffer;
+}
+
+const RETRIED = (status: number) => status === 429 || status === 408 || status >= 500;
+
+/**
+ * The provider's API as the spec asks it to be used: every process sharing the Redis shares the
+ * limits (they never send more than the limit in any window), a 429 pauses that key and endpoint
+ * for every process until its Retry-After has passed, failures back off with full jitter and
+ * never retry sooner than asked, a revoked key is never used again, identical TTS is cached.
+ */
+export async function createProviderClient(
+  options: ProviderClientOptions,
+): Promise<ProviderClient> {
+  if (options.keys.length === 0)
+    throw new Error('no API keys: set PROVIDER_API_KEYS (key_id=token,…)');
+  const prefix = options.prefix ?? 'audio-webhooks';
+  const windowMs = options.windowMs ?? 60_000;
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const deadlineMs = options.deadlineMs ?? 300_000;
+  const maxRetries = options.maxRetries ?? 4;
+  const limiter = createLimiter(options.redis, prefix, limits, windowMs);
+  const pool = await createKeyPool(options.keys, options.redis, prefix);
+  const cache = createTtsCache(options.redis, prefix, options.cacheTtlSeconds ?? 86_400);
+  const base = options.baseUrl.replace(/\/+$/, '');
+
+  /** Waits for this key's slot (a pause by any process included), within the deadline. */
+  async function slot(keyId: string, endpoint: Endpoint, deadline: number): Promise<string> {
+    for (;;) {
+      const admitted = await limiter.tryAdmit(keyId, endpoint);
+      if (typeof admitted !== 'number') return admitted.entry;
+      if (Date.now() + admitted > deadline) throw new RateLimitDeadlineError(endpoint, admitted);
+      await new Promise((resolve) => setTimeout(resolve, admitted));
+    }
+  }
+
+  async function send(endpoint: Endpoint, method: 'GET' | 'POST', path: string, body?: unknown) {
+    const deadline = Date.now() + deadlineMs;
+    let lastProblem = '';
+    for (let attempt = 0; attempt <= maxRetries; attempt++) {
+      const key = pool.current();
+      const entry = await slot(key.id, endpoint, deadline);
+      let answer: Answer;
+      try {
+        const res = await request(`${base}${path}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${key.token}`,
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+          signal: AbortSignal.timeout(options.timeoutMs ?? 30_000),
+          ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
+        });
+        answer = {
+          status: res.statusCode,
+          headers: res.headers,
+          body: Buffer.from(await res.body.arrayBuffer()),
+        };
+      } catch (error: unknown) {
+        await limiter.settle(key.id, endpoint, entry);
+        lastProblem = error instanceof Error ? error.message : String(error);
+        await new Promise((resolve) => setTimeout(resolve, fullJitter(attempt)));
+        continue;
+      }
+      await limiter.settle(key.id, endpoint, entry);
+      if (answer.status >= 200 && answer.status < 300) return answer;
+      const detail = detailOf(answer.body);
+      if (answer.status === 401) {
+        // A key the provider refuses: the next one takes over, at once.
+        pool.refuse(key.id);
+        attempt--;
+        continue;
+      }
+      if (!RETRIED(answer.status)) throw new ProviderError(answer.status, detail, key.id);
+      lastProblem = `${answer.status}: ${detail}`;
+      const asked = askedWaitMs(answer.headers, windowMs);
+      if (answer.status === 429) {
+        // Every process holds off this key and endpoint until the provider's wait has passed.
+        await limiter.pause(key.id, endpoint, asked ?? fullJitter(attempt, 1000, windowMs));
+      } else {
+        await new Promise((resolve) =>
+          setTimeout(resolve, Math.max(asked ?? 0, fullJitter(attempt))),
+        );
+      }
+    }
+    throw new ProviderUnavailableError(
+      `${endpoint} failed after ${maxRetries + 1} attempts: ${lastProblem}`,
+    );
+  }
+
+  const audioOf = (answer: Answer): CachedAudio => ({
+    audio: answer.body,
+    contentType: String(answer.headers['content-type'] ?? 'application/octet-stream'),
+  });
+
+  return {
+    async tts(body) {
+      const call = async () => audioOf(await send('tts', 'POST', '/v1/tts', body));
+      if (!cache.enabled) return { ...(await call()), cached: false };
+      let called = false;
+      const result = await cache.get(cache.hash({ base, endpoint: 'tts', body }), () => {
+        called = true;
+        return call();
+      });
+      return { ...result, cached: !called };
+    },
+    async voiceConvert(body) {
+      return {
+        ...audioOf(await send('voice-convert', 'POST', '/v1/voice-convert', body)),
+        cached: false,
+      };
+    },
+    async voices() {
+      return JSON.parse((await send('voices', 'GET', '/voices')).body.toString()) as unknown;
+    },
+    revokedKeys: () => pool.revoked(),
+    close: () => pool.close(),
+  };
+}
+
+function detailOf(body: Buffer): string {
+  try {
+    const parsed = JSON.parse(body.toString()) as { detail?: unknown };
+    return typeof parsed.detail === 'string' ? parsed.detail : body.toString().slice(0, 200);
+  } catch {
+    return body.toString().slice(0, 200);
+  }
+}

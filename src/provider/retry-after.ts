@@ -1,0 +1,24 @@
+import { parseRetryAfter } from '../download/parse-retry-after.js';
+
+/**
+ * How long the provider asked us to wait, in ms: `retry-after-ms` wins when present (a precise
+ * form some APIs send); else `Retry-After` as seconds or an HTTP date (the spec does not say
+ * which). An absurd value is capped at the window: by then every slot has freed anyway.
+ * Undefined when the answer asked nothing.
+ */
+export function askedWaitMs(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  windowMs: number,
+  now = Date.now(),
+): number | undefined {
+  const first = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
+  const ms = first(headers['retry-after-ms']);
+  if (ms !== undefined && /^\d+(\.\d+)?$/.test(ms.trim())) return Math.min(Number(ms), windowMs);
+  const asked = parseRetryAfter(first(headers['retry-after']), now);
+  return asked === undefined ? undefined : Math.min(asked, windowMs);
+}
+
+/** Full jitter (AWS's): a random wait up to base·2ⁿ, capped, so retries do not move in step. */
+export function fullJitter(attempt: number, baseMs = 500, capMs = 30_000, random = Math.random) {
+  return Math.round(random() * Math.min(capMs, baseMs * 2 ** attempt));
+}

@@ -1,0 +1,326 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { request } from 'undici';
+import { serve } from '../../src/http/serve';
+import { createProviderClient } from '../../src/provider/create-provider-client';
+import { freePort } from '../helpers/private-redis';
+import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox-process';
+import { startTestPipeline } from '../helpers/test-pipeline';
+import { deleteKeys } from '../helpers/test-receiver';
+
+// The provider client against the sandbox: real Redis, real processes, loopback only.
+const WINDOW_MS = 2000;
+const BIN = join(__dirname, '..', '..', 'bin', 'audio-webhooks.js');
+const DIST = join(__dirname, '..', '..', 'dist', 'index.js');
+const redis = new Redis(process.env.REDIS_URL ?? '');
+const cleanups: (() => Promise<unknown>)[] = [];
+let sbx: SandboxProcess;
+let prefix: string;
+/** Where the sandbox delivers its webhooks. */
+let webhookPort: number;
+
+interface Logged {
+  key_id: string | null;
+  endpoint: string;
+  at: number;
+  done: number;
+  status: number;
+  retry_after?: number;
+}
+
+beforeEach(async () => {
+  prefix = `client-${Math.random().toString(16).slice(2)}`;
+  webhookPort = await freePort();
+  sbx = await startSandboxProcess({
+    flags: {
+      'rate-window-ms': String(WINDOW_MS),
+      'time-scale': '0.001',
+      'webhook-url': `http://127.0.0.1:${webhookPort}/webhooks`,
+    },
+    env: { WEBHOOK_SECRETS: 'whsec_client_test' },
+  });
+  cleanups.push(async () => {
+    await sbx.stop();
+    await deleteKeys(redis, `${sbx.prefix}:*`);
+    await deleteKeys(redis, `${prefix}:*`);
+  });
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+afterAll(() => {
+  redis.disconnect();
+});
+
+const keyEnv = (...keys: { id: string; token: string }[]) =>
+  keys.map((k) => `${k.id}=${k.token}`).join(',');
+const newKey = async () =>
+  (await sbx.call('POST', '/sandbox/keys')).body as { id: string; token: string };
+const log = async () => (await sbx.call('GET', '/sandbox/requests')).body as Logged[];
+
+/** The CLI as a process, with the client's settings. */
+function cli(args: string[], env: Record<string, string> = {}) {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      REDIS_URL: process.env.REDIS_URL ?? '',
+      QUEUE_PREFIX: prefix,
+      PROVIDER_BASE_URL: sbx.info.api,
+      PROVIDER_API_KEYS: keyEnv(sbx.info.key),
+      PROVIDER_RATE_WINDOW_MS: String(WINDOW_MS),
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = once(child, 'exit').then(([code]) => ({
+    code: code as number | null,
+    stdout,
+    stderr,
+  }));
+  return { child, exited };
+}
+
+function linesFile(count: number, tag: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'aw-lines-')), 'lines.txt');
+  writeFileSync(
+    file,
+    Array.from({ length: count }, (_unused, i) => `${tag} line ${i + 1}`).join('\n'),
+  );
+  return file;
+}
+
+/** The most requests any window of `windowMs` holds, by arrival. */
+function busiestWindow(times: number[], windowMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; i < sorted.length; i++) {
+    while ((sorted[i] ?? 0) - (sorted[j] ?? 0) >= windowMs) j++;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
+}
+
+it("1. three processes share one key: 150 TTS requests, no 429, never more than 60 in any window, at the limit's speed", async () => {
+  const runs = [0, 1, 2].map((n) =>
+    cli([
+      'tts',
+      '--file',
+      linesFile(50, `p${n}`),
+      '--voice',
+      'alloy',
+      '--out-dir',
+      mkdtempSync(join(tmpdir(), 'aw-out-')),
+    ]),
+  );
+  const results = await Promise.all(runs.map((run) => run.exited));
+  expect(results.map((r) => r.code)).toEqual([0, 0, 0]);
+  const requests = (await log()).filter((r) => r.key_id === sbx.info.key.id);
+  expect(requests.filter((r) => r.status === 429)).toEqual([]);
+  expect(requests.filter((r) => r.status === 200)).toHaveLength(150);
+  expect(
+    busiestWindow(
+      requests.map((r) => r.at),
+      WINDOW_MS,
+    ),
+  ).toBeLessThanOrEqual(60);
+  const first = Math.min(...requests.map((r) => r.at));
+  const last = Math.max(...requests.map((r) => r.done));
+  process.stdout.write(
+    `client, 3 processes: 150 requests from first to last answer in ${last - first} ms\n`,
+  );
+  expect(last - first).toBeLessThanOrEqual(3 * WINDOW_MS + 1000);
+});
+
+it('2. limits are per key and per endpoint', async () => {
+  const second = await newKey();
+  const client = await createProviderClient({
+    baseUrl: sbx.info.api,
+    keys: [sbx.info.key],
+    redis,
+    prefix,
+    windowMs: WINDOW_MS,
+    cacheTtlSeconds: 0,
+  });
+  const other = await createProviderClient({
+    baseUrl: sbx.info.api,
+    keys: [second],
+    redis,
+    prefix,
+    windowMs: WINDOW_MS,
+  });
+  cleanups.push(
+    () => client.close(),
+    () => other.close(),
+  );
+  await Promise.all(
+    Array.from({ length: 60 }, (_unused, i) => client.tts({ text: `fill ${i}`, voice: 'alloy' })),
+  );
+  // The first key's TTS window is full; its voices and the second key's TTS are not.
+  const started = performance.now();
+  await client.voices();
+  await other.tts({ text: 'other key', voice: 'alloy' });
+  expect(performance.now() - started).toBeLessThan(500);
+  const requests = await log();
+  expect(requests.filter((r) => r.status === 429)).toEqual([]);
+  expect(requests.filter((r) => r.key_id === second.id)).toHaveLength(1);
+});
+
+it('3. a 429 pauses every process until its Retry-After; all requests succeed in the end', async () => {
+  // A client without the shared Redis fills the key's window behind the limiter's back.
+  await Promise.all(
+    Array.from({ length: 60 }, (_unused, i) =>
+      request(`${sbx.info.api}/v1/tts`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${sbx.info.key.token}`,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ text: `rogue ${i}`, voice: 'alloy' }),
+      }).then((res) => res.body.dump()),
+    ),
+  );
+  const runs = [0, 1].map((n) =>
+    cli([
+      'tts',
+      '--file',
+      linesFile(5, `q${n}`),
+      '--voice',
+      'alloy',
+      '--out-dir',
+      mkdtempSync(join(tmpdir(), 'aw-out-')),
+    ]),
+  );
+  const results = await Promise.all(runs.map((run) => run.exited));
+  expect(results.map((r) => r.code)).toEqual([0, 0]);
+  const requests = (await log()).filter((r) => !/^rogue/.test(r.endpoint));
+  const limited = requests.filter((r) => r.status === 429);
+  expect(limited.length).toBeGreaterThan(0);
+  for (const refusal of limited) {
+    const until = refusal.at + (refusal.retry_after ?? 0) * 1000;
+    // Requests already on their way when the 429 was sent may land just after it.
+    const early = requests.filter((r) => r.at > refusal.done + 50 && r.at < until - 50);
+    expect(early).toEqual([]);
+  }
+  expect(requests.filter((r) => r.status === 200).length).toBe(60 + 10);
+});
+
+it('4. a revoked key is never used again once recorded; the next takes over; none left is exit 1 naming them', async () => {
+  const second = await newKey();
+  // The receiver and workers that record key.revoked, where the sandbox delivers.
+  const pipeline = await startTestPipeline({
+    WEBHOOK_SECRETS: 'whsec_client_test',
+    QUEUE_PREFIX: prefix,
+  });
+  cleanups.push(() => pipeline.close());
+  const server = await serve(pipeline.receiver.app, webhookPort, '127.0.0.1');
+  cleanups.push(() => server.close());
+  const client = await createProviderClient({
+    baseUrl: sbx.info.api,
+    keys: [sbx.info.key, second],
+    redis,
+    prefix,
+    windowMs: WINDOW_MS,
+    cacheTtlSeconds: 0,
+  });
+  cleanups.push(() => client.close());
+  await client.tts({ text: 'before', voice: 'alloy' });
+
+  await sbx.call('POST', `/sandbox/keys/${sbx.info.key.id}/revoke`);
+  await pipeline.settled(sbx.info.key.id);
+  const recorded = Date.now();
+  for (let i = 0; i < 5; i++) await client.tts({ text: `after ${i}`, voice: 'alloy' });
+  const requests = await log();
+  expect(requests.filter((r) => r.key_id === sbx.info.key.id && r.at >= recorded)).toEqual([]);
+  expect(requests.filter((r) => r.key_id === second.id && r.status === 200)).toHaveLength(5);
+  expect(client.revokedKeys()).toEqual([sbx.info.key.id]);
+
+  await sbx.call('POST', `/sandbox/keys/${second.id}/revoke`);
+  await pipeline.settled(second.id);
+  const run = cli(['tts', 'none left', '--voice', 'alloy', '--out', join(tmpdir(), 'none.wav')], {
+    PROVIDER_API_KEYS: keyEnv(sbx.info.key, second),
+  });
+  const { code, stderr } = await run.exited;
+  expect(code).toBe(1);
+  expect(stderr).toContain(`no API key left (revoked: ${sbx.info.key.id}, ${second.id})`);
+});
+
+it('5. the same text and voice 10 times at once from 2 processes: one request, byte-identical audio', async () => {
+  const out = mkdtempSync(join(tmpdir(), 'aw-same-'));
+  const script = `
+    const { Redis } = require('ioredis');
+    const { createProviderClient } = require(${JSON.stringify(DIST)});
+    (async () => {
+      const redis = new Redis(process.env.REDIS_URL);
+      const client = await createProviderClient({ baseUrl: process.env.BASE, keys: [{ id: process.env.KEY_ID, token: process.env.TOKEN }], redis, prefix: process.env.PREFIX });
+      const results = await Promise.all(Array.from({ length: 5 }, () => client.tts({ text: 'the same words', voice: 'river' })));
+      results.forEach((r, i) => require('fs').writeFileSync(process.env.OUT + '/' + process.env.N + '-' + i + '.wav', r.audio));
+      await client.close(); redis.disconnect();
+    })().catch((e) => { console.error(e); process.exit(1); });`;
+  const runs = [0, 1].map((n) => {
+    const child = spawn(process.execPath, ['-e', script], {
+      cwd: join(__dirname, '..', '..'),
+      env: {
+        PATH: process.env.PATH ?? '',
+        REDIS_URL: process.env.REDIS_URL ?? '',
+        BASE: sbx.info.api,
+        KEY_ID: sbx.info.key.id,
+        TOKEN: sbx.info.key.token,
+        PREFIX: prefix,
+        OUT: out,
+        N: String(n),
+      },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    return once(child, 'exit').then(([code]) => code as number);
+  });
+  expect(await Promise.all(runs)).toEqual([0, 0]);
+  expect((await log()).filter((r) => r.endpoint === '/v1/tts')).toHaveLength(1);
+  const files = readdirSync(out).map((name) => readFileSync(join(out, name)));
+  expect(files).toHaveLength(10);
+  for (const file of files) expect(file.equals(files[0]!)).toBe(true);
+});
+
+it('6. tts --file with 25 lines: one request at a time; killed after 10, run again writes only the rest', async () => {
+  const file = linesFile(25, 'resume');
+  const outDir = mkdtempSync(join(tmpdir(), 'aw-resume-'));
+  // 5 per second, so the run can be stopped part way.
+  const slow = {
+    PROVIDER_LIMITS: 'tts=5',
+    TTS_CACHE_TTL_SECONDS: '0',
+    PROVIDER_RATE_WINDOW_MS: '1000',
+  };
+  const first = cli(['tts', '--file', file, '--voice', 'sage', '--out-dir', outDir], slow);
+  await new Promise<void>((resolve) => {
+    const watcher = watch(outDir, () => {
+      if (readdirSync(outDir).filter((name) => name.endsWith('.wav')).length >= 10) {
+        watcher.close();
+        resolve();
+      }
+    });
+  });
+  first.child.kill('SIGKILL');
+  await first.exited;
+  const before = readdirSync(outDir).filter((name) => name.endsWith('.wav')).length;
+  const requestsBefore = (await log()).length;
+  const second = await cli(['tts', '--file', file, '--voice', 'sage', '--out-dir', outDir], slow)
+    .exited;
+  expect(second.code).toBe(0);
+  expect(second.stdout).toContain(`${25 - before} written, ${before} already there`);
+  expect(readdirSync(outDir).filter((name) => name.endsWith('.wav'))).toHaveLength(25);
+  const all = await log();
+  expect(all.length - requestsBefore).toBe(25 - before);
+  const byArrival = [...all].sort((a, b) => a.at - b.at);
+  for (let i = 1; i < byArrival.length; i++) {
+    // The first run's in-flight request at the kill may overlap the second run's first; no more.
+    if (byArrival[i - 1]!.at < all[requestsBefore]!.at) continue;
+    expect(byArrival[i]!.at).toBeGreaterThanOrEqual(byArrival[i - 1]!.done);
+  }
+});
