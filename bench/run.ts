@@ -14,6 +14,7 @@ import { freePort, startPrivateRedis } from '../test/helpers/private-redis.js';
 import { runDownloads } from './downloads.js';
 import { runEndToEnd } from './end-to-end.js';
 import { runSandboxEndToEnd } from './sandbox-end-to-end.js';
+import { runLimiterCost, runRevocationStaleness, runUtilisation } from './limiter.js';
 import { runLoad, type LoadResult } from './ingestion.js';
 import { BENCH_SECRET, forkBaseline, ratio, spawnService, stop } from './lib.js';
 import { countLost } from './verify-stored.js';
@@ -68,6 +69,9 @@ async function main(): Promise<void> {
     const endToEnd = await runEndToEnd(redisServer.url, cdn);
     const downloads = await runDownloads(cdn);
     const sandbox = await runSandboxEndToEnd(redisServer.url);
+    const limiter = await runLimiterCost(redisServer.url);
+    const utilisation = await runUtilisation(redisServer.url);
+    const revocation = await runRevocationStaleness(redisServer.url);
     const results = {
       date: new Date().toISOString(),
       machine: { node: process.version, cpus: cpus().length, cpu: cpus()[0]?.model ?? 'unknown' },
@@ -78,6 +82,9 @@ async function main(): Promise<void> {
       },
       endToEnd,
       sandbox,
+      limiter,
+      utilisation,
+      revocation,
       downloads: {
         ...downloads,
         ratioToCurl:
@@ -114,6 +121,11 @@ async function main(): Promise<void> {
         `${sandbox.attemptsPerDelivery}`,
       ],
       [
+        'client utilisation ≥ 98 % of the limit over 5 windows, zero 429s',
+        utilisation.utilisation >= 0.98 && utilisation.tooManyRequests === 0,
+        `${Math.round(utilisation.utilisation * 1000) / 10} % (${utilisation.perWindow.join(', ')} per window), ${utilisation.tooManyRequests} × 429`,
+      ],
+      [
         'downloader ≥ 0.9 × curl',
         (results.downloads.ratioToCurl ?? 0) >= 0.9,
         `${results.downloads.ratioToCurl ?? 'no curl'}`,
@@ -143,6 +155,9 @@ function table(
     ingestion: { ratioAB: number; ratioAC: number };
     endToEnd: Awaited<ReturnType<typeof runEndToEnd>>;
     sandbox: Awaited<ReturnType<typeof runSandboxEndToEnd>>;
+    limiter: Awaited<ReturnType<typeof runLimiterCost>>;
+    utilisation: Awaited<ReturnType<typeof runUtilisation>>;
+    revocation: Awaited<ReturnType<typeof runRevocationStaleness>>;
     downloads: Awaited<ReturnType<typeof runDownloads>> & {
       ratioToCurl: number | null;
       ratioToBareUndici: number;
@@ -173,6 +188,10 @@ function table(
     '## Through the sandbox',
     '',
     `${results.sandbox.items} items (${Math.round(results.sandbox.wavBytes / 1024)} KB WAVs) from batch submission to every file and metadata on disk: ${results.sandbox.seconds} s (${results.sandbox.itemsPerSecond} items/s; the sandbox answered the batch after ${results.sandbox.submitSeconds} s and had every delivery answered 2xx after ${results.sandbox.deliveredSeconds} s); ${results.sandbox.audioFiles} audio files, ${results.sandbox.metadataFiles} metadata files, ${results.sandbox.failedJobs} failed jobs; ${results.sandbox.attemptsPerDelivery} delivery attempts per delivery (ideal 1.00), ${results.sandbox.notDelivered} not delivered`,
+    '',
+    '## The provider client',
+    '',
+    `limiter: ${results.limiter.singleProcessPerSecond} admissions/s in one process (${results.limiter.singleProcessMicros} µs each), ${results.limiter.fourProcessesPerSecond}/s across 4 processes sharing Redis (${results.limiter.fourProcessesMicros} µs each); utilisation against the sandbox: ${results.utilisation.perWindow.join(', ')} of ${results.utilisation.limit} per ${results.utilisation.windowMs} ms window (${Math.round(results.utilisation.utilisation * 1000) / 10} %), ${results.utilisation.tooManyRequests} × 429; a revocation reaches another process's key pool in ${results.revocation.medianMicros} µs (median of ${results.revocation.samples}; max ${results.revocation.maxMicros} µs)`,
     '',
     '## Downloads',
     '',

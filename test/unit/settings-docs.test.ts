@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SETTINGS, type SettingSpec } from '../../src/config/settings';
+import { PROVIDER_SETTINGS } from '../../src/provider/provider-settings';
 import { SANDBOX_SETTINGS, type SandboxSettingSpec } from '../../src/sandbox/sandbox-settings';
 
 // Each setting is declared once (src/config/settings.ts); these documents must say the same.
@@ -113,6 +114,21 @@ describe('the settings and their documents agree', () => {
           }
         });
       }
+    });
+  });
+
+  describe('the provider client', () => {
+    const provider = Object.entries(PROVIDER_SETTINGS) as [string, SettingSpec][];
+    const expected = provider.map(([name, spec]) => [`\`${name}\``, documentedDefault(spec)]);
+
+    it("README's table and CONTRACT's name the same variables with the same defaults", () => {
+      const readme = tableAfter(read(join(root, 'README.md')), '## Calling the provider');
+      expect(readme.map((row) => row.slice(0, 2))).toEqual(expected);
+      const contract = tableAfter(
+        read(join(root, '..', 'shared', 'CONTRACT.md')),
+        '## The provider client',
+      );
+      expect(contract.map((row) => row.slice(0, 2))).toEqual(expected);
     });
   });
 });
