@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { serve } from '../../src/http/serve';
 import { createProviderClient } from '../../src/provider/create-provider-client';
+import { ProviderError } from '../../src/provider/provider-errors';
 import { freePort } from '../helpers/private-redis';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox-process';
 import { startTestPipeline } from '../helpers/test-pipeline';
@@ -250,6 +251,37 @@ it('4. a revoked key is never used again once recorded; the next takes over; non
   const { code, stderr } = await run.exited;
   expect(code).toBe(1);
   expect(stderr).toContain(`no API key left (revoked: ${sbx.info.key.id}, ${second.id})`);
+});
+
+it('a 401 moves on to the next key at once; another 4xx is a ProviderError with the detail, not retried', async () => {
+  const second = await newKey();
+  // Revoked at the provider, but no key.revoked recorded here yet: the 401 is the only news.
+  await sbx.call('POST', `/sandbox/keys/${sbx.info.key.id}/revoke`);
+  const client = await createProviderClient({
+    baseUrl: sbx.info.api,
+    keys: [sbx.info.key, second],
+    redis,
+    prefix,
+    windowMs: WINDOW_MS,
+    cacheTtlSeconds: 0,
+  });
+  cleanups.push(() => client.close());
+  await client.tts({ text: 'one', voice: 'alloy' });
+  await client.tts({ text: 'two', voice: 'alloy' });
+  const statuses = (await log()).map((r) => [r.key_id, r.status]);
+  expect(statuses).toEqual([
+    [sbx.info.key.id, 401],
+    [second.id, 200],
+    [second.id, 200],
+  ]);
+
+  const refused = client.tts({ text: '', voice: 'alloy' });
+  await expect(refused).rejects.toBeInstanceOf(ProviderError);
+  await expect(refused).rejects.toMatchObject({
+    status: 400,
+    detail: expect.stringMatching(/^text: /),
+  });
+  expect((await log()).filter((r) => r.status === 400)).toHaveLength(1);
 });
 
 it('5. the same text and voice 10 times at once from 2 processes: one request, byte-identical audio', async () => {
