@@ -11,38 +11,7 @@ import { listFailed, retryFailed } from './queue-commands.js';
 import { runTts, runVoices } from './provider-commands.js';
 import { runSandbox, SANDBOX_FLAGS } from './sandbox-command.js';
 import { send } from './send.js';
-
-/** One entry per command: its synopsis and what it does; `help` and `<command> --help` print them. */
-const COMMANDS: Readonly<Record<string, { readonly synopsis: string; readonly does: string }>> = {
-  send: {
-    synopsis: 'send <event> [--url U] [--secret S] [--id ID] [--data JSON]',
-    does: 'sign a sample delivery as the provider does and POST it (default URL: this PORT and WEBHOOK_PATH)',
-  },
-  failed: {
-    synopsis: 'failed [--json]',
-    does: 'failed jobs: id, event, data.id, reason, attempts',
-  },
-  retry: { synopsis: 'retry <jobId> | --all', does: 'put failed jobs back on the queue' },
-  'revoked-keys': { synopsis: 'revoked-keys [--json]', does: 'the revocation registry' },
-  failures: { synopsis: 'failures [--json]', does: 'recorded audio.failed events' },
-  help: { synopsis: 'help [command]', does: "this text, or one command's" },
-};
-
-export const USAGE = `usage: audio-webhooks <command> [options]   (configured by the service's environment variables; .env is read when present)
-
-${Object.values(COMMANDS)
-  .map(({ synopsis, does }) => `  ${synopsis}\n      ${does}`)
-  .join('\n')}
-
-exit codes: 0 success, 1 Redis or the URL unreachable (or send got no 2xx), 2 bad arguments
-`;
-
-function commandUsage(command: string): string {
-  const entry = COMMANDS[command];
-  return entry === undefined
-    ? USAGE
-    : `usage: audio-webhooks ${entry.synopsis}\n\n  ${entry.does}\n`;
-}
+import { COMMANDS, commandUsage, USAGE } from './usage.js';
 
 const OPTIONS = {
   json: { type: 'boolean' },

@@ -161,7 +161,17 @@ describe('CLI errors', () => {
     async (args) => {
       const { code, stdout, stderr } = await p.cli(...args);
       expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
-      for (const command of ['send', 'failed', 'retry', 'revoked-keys', 'failures', 'help']) {
+      for (const command of [
+        'send',
+        'failed',
+        'retry',
+        'revoked-keys',
+        'failures',
+        'sandbox',
+        'tts',
+        'voices',
+        'help',
+      ]) {
         expect(stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
       }
     },
@@ -171,6 +181,8 @@ describe('CLI errors', () => {
     [['send', '--help'], /^usage: audio-webhooks send <event> \[--url U\]/],
     [['help', 'retry'], /^usage: audio-webhooks retry <jobId> \| --all\n/],
     [['failed', '--help'], /^usage: audio-webhooks failed \[--json\]\n/],
+    [['sandbox', '--help'], /^usage: audio-webhooks sandbox \[--host H\]/],
+    [['tts', '--help'], /^usage: audio-webhooks tts "<text>" --voice V --out FILE/],
   ])("%j prints that command's usage, exit 0", async (args, usage) => {
     const { code, stdout } = await p.cli(...args);
     expect(code).toBe(0);

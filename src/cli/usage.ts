@@ -1,0 +1,43 @@
+/** One entry per command: its synopsis and what it does; `help` and `<command> --help` print them. */
+export const COMMANDS: Readonly<
+  Record<string, { readonly synopsis: string; readonly does: string }>
+> = {
+  send: {
+    synopsis: 'send <event> [--url U] [--secret S] [--id ID] [--data JSON]',
+    does: 'sign a sample delivery as the provider does and POST it (default URL: this PORT and WEBHOOK_PATH)',
+  },
+  failed: {
+    synopsis: 'failed [--json]',
+    does: 'failed jobs: id, event, data.id, reason, attempts',
+  },
+  retry: { synopsis: 'retry <jobId> | --all', does: 'put failed jobs back on the queue' },
+  'revoked-keys': { synopsis: 'revoked-keys [--json]', does: 'the revocation registry' },
+  failures: { synopsis: 'failures [--json]', does: 'recorded audio.failed events' },
+  sandbox: {
+    synopsis:
+      'sandbox [--host H] [--port P] [--cdn-port P] [--public-host H] [--webhook-url U] [--secret S]\n          [--time-scale X] [--rate-window-ms MS] [--delivery-timeout-ms MS] [--dir D]',
+    does: "run a local stand-in for the provider (API, CDN, signed deliveries with the provider's retries) until SIGTERM/SIGINT",
+  },
+  tts: {
+    synopsis: 'tts "<text>" --voice V --out FILE | tts --file LINES.txt --voice V --out-dir DIR',
+    does: 'text-to-speech through the shared rate limits, the TTS cache and the key pool; --file: one request per line, one at a time, resumable',
+  },
+  voices: { synopsis: 'voices [--json]', does: "the provider's voice list" },
+  help: { synopsis: 'help [command]', does: "this text, or one command's" },
+};
+
+export const USAGE = `usage: audio-webhooks <command> [options]   (configured by the service's environment variables; .env is read when present)
+
+${Object.values(COMMANDS)
+  .map(({ synopsis, does }) => `  ${synopsis}\n      ${does}`)
+  .join('\n')}
+
+exit codes: 0 success, 1 Redis or the URL unreachable (or send got no 2xx), 2 bad arguments
+`;
+
+export function commandUsage(command: string): string {
+  const entry = COMMANDS[command];
+  return entry === undefined
+    ? USAGE
+    : `usage: audio-webhooks ${entry.synopsis}\n\n  ${entry.does}\n`;
+}
