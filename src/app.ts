@@ -1,5 +1,5 @@
 import express, { type Express } from 'express';
-import type { Redis } from 'ioredis';
+import { topologyOf, type RedisConnection } from './redis/connections.js';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { applyCommonMiddleware } from './http/common-middleware.js';
@@ -15,10 +15,12 @@ export interface AppDeps {
   readonly logger: Logger;
   readonly queue: DeliveryQueue;
   /** The web side's fail-fast connection (the queue's own); /readyz pings it. */
-  readonly redis: Redis;
+  readonly redis: RedisConnection;
   readonly metrics: Metrics;
   /** True once shutdown began: /readyz answers 503 so the load balancer stops sending. */
   readonly isShuttingDown?: () => boolean;
+  /** Replica acknowledgements (REDIS_WAIT_REPLICAS > 0). */
+  readonly confirmReplicas?: () => Promise<number>;
 }
 
 /** Builds the Express app without listening, so supertest and the benchmark can use it as is. */
@@ -28,7 +30,9 @@ export function createApp(deps: AppDeps): Express {
   const app = express();
   app.set('trust proxy', config.trustProxy);
   applyCommonMiddleware(app, logger);
-  app.use(healthRoutes({ redis, metrics: deps.metrics, isShuttingDown }));
+  app.use(
+    healthRoutes({ redis, metrics: deps.metrics, isShuttingDown, topology: topologyOf(config) }),
+  );
   app.post(
     config.webhookPath,
     webhookRoute({ ...deps, isRedisReady: () => redis.status === 'ready' }),

@@ -70,7 +70,28 @@ export function loadConfig(
   env: NodeJS.ProcessEnv = process.env,
   options: LoadOptions = {},
 ): Config {
-  return parseSettings(SETTINGS, env, options) as Config;
+  const config = parseSettings(SETTINGS, env, options) as Config;
+  const problems = crossProblems(config);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+/** Settings that are each fine alone but not together. */
+function crossProblems(config: Config): string[] {
+  const problems: string[] = [];
+  const cluster = config.redisClusterNodes.length > 0;
+  if (cluster && config.redisSentinels.length > 0) {
+    problems.push('REDIS_SENTINELS and REDIS_CLUSTER_NODES exclude each other: set one');
+  }
+  if (cluster && !/\{[^{}]+\}/.test(config.queuePrefix)) {
+    problems.push(
+      `QUEUE_PREFIX must hold a {hash tag} such as {${config.queuePrefix}} with REDIS_CLUSTER_NODES: BullMQ keeps a queue's keys in one slot`,
+    );
+  }
+  if (cluster && config.redisWaitReplicas > 0) {
+    problems.push('REDIS_WAIT_REPLICAS is not supported with REDIS_CLUSTER_NODES (yet): use 0');
+  }
+  return problems;
 }
 
 function deepFreeze<T>(value: T): T {

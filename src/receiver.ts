@@ -1,18 +1,19 @@
 import type { Express } from 'express';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis/connections.js';
 import type { Logger } from 'pino';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createDeliveryQueue, type DeliveryQueue } from './queue/delivery-queue.js';
 import { createWebRedis, redisTarget } from './redis/connections.js';
+import { createReplicaWait } from './redis/replica-wait.js';
 import { watchRedis } from './redis/watch-redis.js';
 
 export interface Receiver {
   readonly app: Express;
   readonly queue: DeliveryQueue;
   /** The fail-fast connection the queue and /readyz share. */
-  readonly redis: Redis;
+  readonly redis: RedisConnection;
   readonly metrics: Metrics;
   /** Closes the queue and the Redis connection (after the HTTP server has stopped). */
   close(): Promise<void>;
@@ -35,7 +36,12 @@ export function createReceiver(
     logger.debug({ err: error }, 'queue error');
   });
   const metrics = createMetrics(queue);
+  const confirmReplicas =
+    config.redisWaitReplicas > 0
+      ? createReplicaWait(redis, config.redisWaitReplicas, config.redisWaitTimeoutMs)
+      : undefined;
   const app = createApp({
+    ...(confirmReplicas === undefined ? {} : { confirmReplicas }),
     config,
     logger,
     queue,

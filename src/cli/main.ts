@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connections.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { createDeliveryQueue } from '../queue/delivery-queue.js';
 import { createCliRedis, dropConnection, redisTarget } from '../redis/connections.js';
@@ -151,7 +151,7 @@ async function runRedisCommand(
   jobId: string | undefined,
   json: boolean,
   config: Config,
-  redis: Redis,
+  redis: RedisConnection,
   output: Output,
 ): Promise<number> {
   const prefix = config.queuePrefix;
@@ -176,7 +176,10 @@ async function runRedisCommand(
 }
 
 /** One connection that gives up at once: an unreachable Redis is one clear line, not a hang. */
-async function withRedis<T>(config: Config, work: (redis: Redis) => Promise<T>): Promise<T> {
+async function withRedis<T>(
+  config: Config,
+  work: (redis: RedisConnection) => Promise<T>,
+): Promise<T> {
   const redis = createCliRedis(config);
   // ioredis reports the cause (ECONNREFUSED, ENOTFOUND) as an event, then rejects vaguely.
   let cause: unknown;

@@ -1,7 +1,7 @@
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { SingleBar } from 'cli-progress';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connections.js';
 import { parseSettings, type Config } from '../config.js';
 import { createProviderClient, type ProviderClient } from '../provider/create-provider-client.js';
 import {
@@ -46,7 +46,7 @@ async function writeAtomically(path: string, bytes: Buffer): Promise<void> {
 async function withClient<T>(
   env: NodeJS.ProcessEnv,
   config: Config,
-  redis: Redis,
+  redis: RedisConnection,
   work: (client: ProviderClient) => Promise<T>,
 ): Promise<T> {
   const settings = parseSettings(PROVIDER_SETTINGS, env);
@@ -87,7 +87,7 @@ export async function runTts(
   args: TtsArgs,
   env: NodeJS.ProcessEnv,
   config: Config,
-  redis: Redis,
+  redis: RedisConnection,
   output: Output,
   errors: Output & { readonly isTTY?: boolean },
 ): Promise<number> {
@@ -157,7 +157,7 @@ export async function runVoices(
   json: boolean,
   env: NodeJS.ProcessEnv,
   config: Config,
-  redis: Redis,
+  redis: RedisConnection,
   output: Output,
 ): Promise<number> {
   return withClient(env, config, redis, async (client) => {

@@ -61,3 +61,22 @@ export const trustProxy = z.string().transform((raw, ctx) => {
 
 /** An optional path; unset stays undefined. */
 export const optionalPath = z.string().optional();
+
+/** `host:port[,host:port…]`; unset is the empty list. */
+export const hostPorts = z
+  .string()
+  .optional()
+  .transform((raw, ctx) => {
+    if (raw === undefined) return [];
+    const parsed: { host: string; port: number }[] = [];
+    for (const item of list(raw)) {
+      const match = /^(\[[0-9a-fA-F:]+\]|[^\s:[\]]+):(\d{1,5})$/.exec(item);
+      const port = Number(match?.[2]);
+      if (!match?.[1] || port < 1 || port > 65535) {
+        ctx.addIssue({ code: 'custom', message: `"${item}" is not host:port` });
+        return z.NEVER;
+      }
+      parsed.push({ host: match[1].replace(/^\[|\]$/g, ''), port });
+    }
+    return parsed;
+  });

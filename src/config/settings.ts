@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bool, int, optionalPath, origins, secrets, trustProxy } from './parsers.js';
+import { bool, hostPorts, int, optionalPath, origins, secrets, trustProxy } from './parsers.js';
 
 /**
  * The sender retries for 30 s + 5 min + 30 min + 2 h + 6 h = 8 h 35 min 30 s after the first
@@ -61,6 +61,34 @@ export const SETTINGS = {
     default: 'redis://127.0.0.1:6379',
     readBy: ['web', 'worker', 'cli', 'sandbox'],
     doc: 'Redis for dedupe, queues and records (`rediss://` for TLS; password in the URL)',
+  },
+  REDIS_SENTINELS: {
+    schema: hostPorts,
+    readBy: ['web', 'worker', 'cli', 'sandbox', 'client'],
+    doc: 'comma-separated `host:port` of Sentinels: the primary named REDIS_SENTINEL_NAME is used and followed across failovers (password from REDIS_URL)',
+  },
+  REDIS_SENTINEL_NAME: {
+    schema: z.string(),
+    default: 'mymaster',
+    readBy: ['web', 'worker', 'cli', 'sandbox', 'client'],
+    doc: "the Sentinels' name of the primary",
+  },
+  REDIS_CLUSTER_NODES: {
+    schema: hostPorts,
+    readBy: ['web', 'worker', 'cli', 'sandbox', 'client'],
+    doc: 'comma-separated `host:port` seed nodes of a Redis Cluster; QUEUE_PREFIX must then hold a `{hash tag}`',
+  },
+  REDIS_WAIT_REPLICAS: {
+    schema: int(0, 100),
+    default: '0',
+    readBy: ['web'],
+    doc: 'when > 0, a 2xx only after this many replicas acknowledged the delivery (Redis WAIT); fewer in time → 503',
+  },
+  REDIS_WAIT_TIMEOUT_MS: {
+    schema: int(1, 60_000),
+    default: '500',
+    readBy: ['web'],
+    doc: 'how long to wait for those acknowledgements',
   },
   QUEUE_PREFIX: {
     schema: z.string().regex(/^[^\s:]+$/, 'must be non-empty, without spaces or colons'),

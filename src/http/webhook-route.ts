@@ -24,6 +24,8 @@ export interface WebhookRouteDeps {
   readonly logger: Logger;
   /** Tells whether the Redis connection is up; when it is not, answer 503 at once. */
   readonly isRedisReady: () => boolean;
+  /** Asks the replicas to acknowledge (REDIS_WAIT_REPLICAS > 0); shared by concurrent requests. */
+  readonly confirmReplicas?: () => Promise<number>;
 }
 
 /** Seconds a sender should wait before trying again after a 503. */
@@ -87,9 +89,12 @@ async function receive(deps: WebhookRouteDeps, req: Request, res: Response): Pro
     throw new ServiceUnavailableError('storage unavailable; retry later', RETRY_AFTER_SECONDS);
   }
   const stopTimer = metrics.enqueueSeconds.startTimer();
+  // Replicas must acknowledge (REDIS_WAIT_REPLICAS > 0): the deadline grows by their timeout.
+  const confirm = config.redisWaitReplicas > 0 ? deps.confirmReplicas : undefined;
   const result = await enqueueDelivery(deps.queue, event, {
     dedupeTtlSeconds: config.dedupeTtlSeconds,
-    deadlineMs: WEB_COMMAND_TIMEOUT_MS,
+    deadlineMs: WEB_COMMAND_TIMEOUT_MS + (confirm ? config.redisWaitTimeoutMs : 0),
+    ...(confirm ? { replicas: { count: config.redisWaitReplicas, confirm } } : {}),
   }).catch((error: unknown) => {
     if (error instanceof StorageUnavailableError) {
       throw new ServiceUnavailableError(

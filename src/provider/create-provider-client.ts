@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connections.js';
 import { request, type Dispatcher } from 'undici';
 import { createKeyPool } from './key-pool.js';
 import { createLimiter } from './limiter.js';
@@ -17,7 +17,7 @@ export interface ProviderClientOptions {
   /** Used in order; a revoked or refused key is skipped (PROVIDER_API_KEYS). */
   readonly keys: readonly ApiKeyConfig[];
   /** Shared by every process that must share the limits, pauses and cache. */
-  readonly redis: Redis;
+  readonly redis: RedisConnection;
   /** Where the revocation registry lives (the service's QUEUE_PREFIX). Default `audio-webhooks`. */
   readonly prefix?: string;
   /** Per key and window. Default spec §8: tts 60, voice-convert 20, voices 600. */

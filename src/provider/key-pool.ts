@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { duplicateConnection, type RedisConnection } from '../redis/connections.js';
 import { revocationChannel, revocationKey } from '../records/revocation-registry.js';
 import { NoKeyLeftError } from './provider-errors.js';
 import type { ApiKeyConfig } from './provider-settings.js';
@@ -27,7 +27,7 @@ export interface KeyPool {
  */
 export async function createKeyPool(
   keys: readonly ApiKeyConfig[],
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
 ): Promise<KeyPool> {
   const revoked = new Set<string>();
@@ -35,7 +35,7 @@ export async function createKeyPool(
   const reload = async () => {
     for (const id of await redis.hkeys(revocationKey(prefix))) revoked.add(id);
   };
-  const subscriber = redis.duplicate();
+  const subscriber = duplicateConnection(redis);
   subscriber.on('message', (_channel: string, id: string) => {
     revoked.add(id);
   });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connections.js';
 import type { Endpoint } from './provider-settings.js';
 
 /**
@@ -55,7 +55,7 @@ export interface Limiter {
 }
 
 export function createLimiter(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   limits: Readonly<Record<Endpoint, number>>,
   windowMs: number,

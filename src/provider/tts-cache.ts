@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connections.js';
 
 /** A stable JSON form: object keys sorted at every level, so `{a, b}` and `{b, a}` hash alike. */
 export function canonicalJson(value: unknown): string {
@@ -28,7 +28,7 @@ const POLL_MS = 25;
  * call: in a process they share the promise; across processes the first takes a lease (SET NX)
  * and the others wait for its result, or take over if it dies.
  */
-export function createTtsCache(redis: Redis, prefix: string, ttlSeconds: number) {
+export function createTtsCache(redis: RedisConnection, prefix: string, ttlSeconds: number) {
   const inFlight = new Map<string, Promise<CachedAudio>>();
   const keys = (hash: string) => ({
     value: `${prefix}:provider:tts:${hash}`,
@@ -49,6 +49,10 @@ export function createTtsCache(redis: Redis, prefix: string, ttlSeconds: number)
       if (hit) return hit;
       if ((await redis.set(lease, token, 'PX', LEASE_MS, 'NX')) === 'OK') {
         try {
+          // The previous holder stores its result before it lets the lease go: look again, or a
+          // process that missed just before that store would call a second time (seen in CI).
+          const late = await read(value);
+          if (late) return late;
           const fresh = await call();
           const stored = Buffer.concat([
             Buffer.from(fresh.contentType),

@@ -18,6 +18,8 @@ export interface EnqueueOptions {
    */
   readonly deadlineMs: number;
   readonly receivedAt?: Date;
+  /** Replicas that must acknowledge the write (REDIS_WAIT_REPLICAS), and how to ask them. */
+  readonly replicas?: { readonly count: number; readonly confirm: () => Promise<number> };
 }
 
 /** The dedupe key: the sender re-sends the same event for the same item on every retry. */
@@ -36,7 +38,7 @@ export function dedupeId(event: string, id: string): string {
 export async function enqueueDelivery(
   queue: DeliveryQueue,
   event: WebhookEvent,
-  { dedupeTtlSeconds, deadlineMs, receivedAt = new Date() }: EnqueueOptions,
+  { dedupeTtlSeconds, deadlineMs, receivedAt = new Date(), replicas }: EnqueueOptions,
 ): Promise<EnqueueResult> {
   const jobId = randomUUID();
   const add = queue.add(
@@ -53,12 +55,23 @@ export async function enqueueDelivery(
       reject(new StorageUnavailableError(`Redis did not answer within ${deadlineMs} ms`));
     }, deadlineMs);
   });
+  const stored = add.then(async (job) => {
+    if (replicas !== undefined) {
+      const acknowledged = await replicas.confirm();
+      if (acknowledged < replicas.count) {
+        throw new StorageUnavailableError(
+          `${acknowledged} of ${replicas.count} replicas acknowledged in time; the delivery may be stored, so a retry may be a duplicate`,
+        );
+      }
+    }
+    return job;
+  });
   try {
-    const job = await Promise.race([add, deadline]);
+    const job = await Promise.race([stored, deadline]);
     return { jobId: job.id ?? jobId, duplicate: job.id !== jobId };
   } catch (error: unknown) {
     // The add may still settle after the deadline; its late failure is of no further interest.
-    add.catch(() => undefined);
+    stored.catch(() => undefined);
     throw classifyStoreError(error);
   } finally {
     clearTimeout(timer);

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connections.js';
 import type { AudioFailedEvent } from '../webhooks/events.js';
 
 // A type, not an interface: records are printed by the CLI as they are (rows need an index).
@@ -32,7 +32,7 @@ return 1`;
 
 /** Recorded `audio.failed` events: a sorted set by time and a hash of records, under the prefix. */
 export function createFailureLog(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   max = MAX_RECORDED_FAILURES,
 ): FailureLog {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connections.js';
 import type { KeyRevokedEvent } from '../webhooks/events.js';
 
 // A type, not an interface: records are printed by the CLI as they are (rows need an index).
@@ -35,7 +35,10 @@ redis.call('PUBLISH', ARGV[3], ARGV[1])
 return 1`;
 
 /** The revocation registry: one Redis hash under the queue prefix, key id → record. */
-export function createRevocationRegistry(redis: Redis, prefix: string): RevocationRegistry {
+export function createRevocationRegistry(
+  redis: RedisConnection,
+  prefix: string,
+): RevocationRegistry {
   const key = revocationKey(prefix);
   return {
     async record(event, revokedAt) {

@@ -1,17 +1,97 @@
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { redactUrl } from './redact-url.js';
 
+/** One Redis, a primary found through Sentinels, or a Cluster: every role speaks to either. */
+export type RedisConnection = Redis | Cluster;
+export type Topology = 'single' | 'sentinel' | 'cluster';
+
 /** What every connection needs to know of the configuration. */
-export type RedisConfig = Pick<Config, 'redisUrl'>;
+export type RedisConfig = Pick<
+  Config,
+  'redisUrl' | 'redisSentinels' | 'redisSentinelName' | 'redisClusterNodes'
+>;
+
+export function topologyOf(config: RedisConfig): Topology {
+  if (config.redisClusterNodes.length > 0) return 'cluster';
+  return config.redisSentinels.length > 0 ? 'sentinel' : 'single';
+}
+
+const list = (nodes: readonly { host: string; port: number }[]) =>
+  nodes.map((node) => `${node.host}:${node.port}`).join(',');
 
 /** Where the connections go, fit for a log line (no password). */
 export function redisTarget(config: RedisConfig): string {
-  return redactUrl(config.redisUrl);
+  switch (topologyOf(config)) {
+    case 'cluster':
+      return `cluster ${list(config.redisClusterNodes)}`;
+    case 'sentinel':
+      return `sentinel ${config.redisSentinelName} via ${list(config.redisSentinels)}`;
+    default:
+      return redactUrl(config.redisUrl);
+  }
 }
 
 /** Keep reconnecting for ever, at most every 2 s: a process must recover when Redis returns. */
 const reconnect = (times: number) => Math.min(times * 100, 2_000);
+
+/** The knobs the roles set; everything else is ioredis's default. */
+interface Knobs {
+  readonly maxRetriesPerRequest: number | null;
+  readonly retryStrategy: (times: number) => number | null;
+  readonly enableOfflineQueue?: boolean;
+  readonly enableAutoPipelining?: boolean;
+  readonly lazyConnect?: boolean;
+  readonly commandTimeout?: number;
+  readonly connectTimeout?: number;
+}
+
+/** What REDIS_URL contributes when Sentinels or a Cluster name the servers: credentials, TLS. */
+function fromUrl(raw: string) {
+  const url = new URL(raw);
+  const db = Number(url.pathname.slice(1) || 0);
+  return {
+    ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+    ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+    ...(db > 0 ? { db } : {}),
+    ...(url.protocol === 'rediss:' ? { tls: {} } : {}),
+  };
+}
+
+/** The one place a connection is made, for every topology and role. */
+function connect(config: RedisConfig, knobs: Knobs): RedisConnection {
+  const { enableOfflineQueue, enableAutoPipelining, lazyConnect, retryStrategy, ...perNode } =
+    knobs;
+  const common = {
+    ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
+    ...(enableAutoPipelining === undefined ? {} : { enableAutoPipelining }),
+    ...(lazyConnect === undefined ? {} : { lazyConnect }),
+  };
+  switch (topologyOf(config)) {
+    case 'cluster':
+      return new Cluster([...config.redisClusterNodes], {
+        ...common,
+        clusterRetryStrategy: retryStrategy,
+        redisOptions: { ...fromUrl(config.redisUrl), ...perNode },
+      });
+    case 'sentinel':
+      return new Redis({
+        sentinels: [...config.redisSentinels],
+        name: config.redisSentinelName,
+        ...fromUrl(config.redisUrl),
+        ...common,
+        ...perNode,
+        retryStrategy,
+      });
+    default:
+      return new Redis(config.redisUrl, { ...common, ...perNode, retryStrategy });
+  }
+}
+
+/** A second connection like `redis` (for a subscriber): the same topology and options. */
+export function duplicateConnection(redis: RedisConnection): RedisConnection {
+  return redis instanceof Cluster ? redis.duplicate() : redis.duplicate();
+}
 
 /**
  * How long the web side waits for one Redis command. A delivery not stored by then is answered
@@ -23,15 +103,19 @@ export const WEB_COMMAND_TIMEOUT_MS = 1_000;
 /**
  * The web process's connection: it fails fast. With no offline queue and one retry, a request
  * made while Redis is away errors at once and becomes a 503, never a hang; `commandTimeout` bounds
- * a Redis that accepts the connection but does not answer. Auto-pipelining sends the adds of
- * concurrent requests in one write: it halves Redis's CPU per delivery (measured 44–53 against
- * 80–96 µs, docs/performance.md) at the same throughput.
+ * a Redis that accepts the connection but does not answer (longer by the WAIT timeout, when
+ * replicas must acknowledge). Auto-pipelining sends the adds of concurrent requests in one
+ * write: it halves Redis's CPU per delivery (measured 44–53 against 80–96 µs,
+ * docs/performance.md) at the same throughput.
  */
-export function createWebRedis(config: RedisConfig): Redis {
-  return new Redis(config.redisUrl, {
+export function createWebRedis(
+  config: RedisConfig & Pick<Config, 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
+): RedisConnection {
+  const wait = config.redisWaitReplicas > 0 ? config.redisWaitTimeoutMs : 0;
+  return connect(config, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
-    commandTimeout: WEB_COMMAND_TIMEOUT_MS,
+    commandTimeout: WEB_COMMAND_TIMEOUT_MS + wait,
     connectTimeout: WEB_COMMAND_TIMEOUT_MS,
     enableAutoPipelining: true,
     retryStrategy: reconnect,
@@ -39,11 +123,12 @@ export function createWebRedis(config: RedisConfig): Redis {
 }
 
 /**
- * The workers' connection (BullMQ duplicates it for its blocking reads). Workers wait out an
- * outage rather than fail: BullMQ requires `maxRetriesPerRequest: null`.
+ * The workers' connection (BullMQ duplicates it for its blocking reads); the sandbox and the
+ * provider client use the same kind. They wait out an outage rather than fail: BullMQ requires
+ * `maxRetriesPerRequest: null`.
  */
-export function createWorkerRedis(config: RedisConfig): Redis {
-  return new Redis(config.redisUrl, { maxRetriesPerRequest: null, retryStrategy: reconnect });
+export function createWorkerRedis(config: RedisConfig): RedisConnection {
+  return connect(config, { maxRetriesPerRequest: null, retryStrategy: reconnect });
 }
 
 /**
@@ -51,7 +136,7 @@ export function createWorkerRedis(config: RedisConfig): Redis {
  * only the socket's `close` event clears; after a refused connection the socket closed long ago,
  * so the timer kept a finished CLI (and Jest) alive for 2 s more.
  */
-export function dropConnection(redis: Redis): void {
+export function dropConnection(redis: RedisConnection): void {
   if (redis.status !== 'end') redis.disconnect();
 }
 
@@ -59,8 +144,8 @@ export function dropConnection(redis: Redis): void {
  * The CLI's connection: it gives up at once, so an unreachable Redis is one clear line, not a
  * hang. Connect it with `connect()`; failures name the redacted target.
  */
-export function createCliRedis(config: RedisConfig): Redis {
-  return new Redis(config.redisUrl, {
+export function createCliRedis(config: RedisConfig): RedisConnection {
+  return connect(config, {
     lazyConnect: true,
     connectTimeout: 3_000,
     maxRetriesPerRequest: 1,

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connections.js';
 import type { Logger } from 'pino';
 
 export interface ConnectionLog {
@@ -42,7 +42,7 @@ export function connectionLog(logger: Logger, name: string, target: string): Con
 
 /** Wires a connection's events to a ConnectionLog; returns the log, for errors seen elsewhere. */
 export function watchRedis(
-  redis: Redis,
+  redis: RedisConnection,
   logger: Logger,
   name: string,
   target: string,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { int, origin } from '../config/parsers.js';
 import type { SettingSpec } from '../config/settings.js';
+import type { RedisConfig } from '../redis/connections.js';
 
 const positive = z
   .string()
@@ -102,7 +103,7 @@ export const SANDBOX_SETTINGS = {
   },
 } as const satisfies Record<string, SandboxSettingSpec>;
 
-export interface SandboxConfig {
+export interface SandboxConfig extends RedisConfig {
   readonly host: string;
   readonly port: number;
   readonly cdnPort: number;
@@ -117,7 +118,6 @@ export interface SandboxConfig {
   readonly deliveryTimeoutMs: number;
   readonly dir: string;
   readonly prefix: string;
-  readonly redisUrl: string;
 }
 
 /** A wildcard listen address is no address to hand out. */
@@ -139,7 +139,7 @@ export function originOf(scheme: 'http' | 'https', host: string, port: number): 
  */
 export function sandboxConfig(
   settings: Readonly<Record<string, unknown>>,
-  service: { readonly redisUrl: string; readonly webhookSecrets: readonly string[] },
+  service: RedisConfig & { readonly webhookSecrets: readonly string[] },
 ): SandboxConfig | { readonly error: string } {
   const secret = (settings.sandboxSecret as string | undefined) ?? service.webhookSecrets[0];
   if (secret === undefined)
@@ -159,5 +159,8 @@ export function sandboxConfig(
     dir: settings.sandboxDir as string,
     prefix: settings.sandboxPrefix as string,
     redisUrl: service.redisUrl,
+    redisSentinels: service.redisSentinels,
+    redisSentinelName: service.redisSentinelName,
+    redisClusterNodes: service.redisClusterNodes,
   };
 }

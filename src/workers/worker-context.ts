@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connections.js';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Config } from '../config.js';
@@ -38,7 +38,7 @@ export interface ContextOptions {
 export async function createWorkerContext(
   config: Config,
   logger: Logger,
-  redis: Redis,
+  redis: RedisConnection,
   options: ContextOptions,
 ): Promise<WorkerContext> {
   const store = options.store ?? (await createLocalAudioStore(config.audioDir));

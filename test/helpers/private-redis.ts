@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +42,7 @@ function launch(
   port: number,
   dir: string,
   persistent: boolean,
+  extra: readonly string[] = [],
 ): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
     const args = [
@@ -54,6 +55,7 @@ function launch(
       '--dir',
       dir,
       ...(persistent ? PERSISTENT : ['--appendonly', 'no']),
+      ...extra,
     ];
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -80,10 +82,12 @@ export async function startPrivateRedis({
   persistent = false,
   /** The server binary; found on PATH by default. */
   command = 'redis-server',
+  /** More arguments, e.g. `--replicaof 127.0.0.1 <port>`. */
+  args = [] as readonly string[],
 } = {}): Promise<PrivateRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'aw-redis-'));
-  let child: ChildProcess | undefined = await launch(command, port, dir, persistent);
+  let child: ChildProcess | undefined = await launch(command, port, dir, persistent, args);
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
@@ -100,9 +104,55 @@ export async function startPrivateRedis({
       });
     },
     async start() {
-      child ??= await launch(command, port, dir, persistent);
+      child ??= await launch(command, port, dir, persistent, args);
     },
     freeze: () => child?.kill('SIGSTOP'),
     thaw: () => child?.kill('SIGCONT'),
+  };
+}
+
+/** A Sentinel of the test's own watching `primaryPort` as `mymaster` (quorum 1, 1 s to decide). */
+export async function startPrivateSentinel(primaryPort: number): Promise<{
+  readonly port: number;
+  stop(): Promise<void>;
+}> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'aw-sentinel-'));
+  const conf = join(dir, 'sentinel.conf');
+  writeFileSync(
+    conf,
+    [
+      `port ${port}`,
+      'bind 127.0.0.1',
+      `dir ${dir}`,
+      `sentinel monitor mymaster 127.0.0.1 ${primaryPort} 1`,
+      'sentinel down-after-milliseconds mymaster 1000',
+      'sentinel failover-timeout mymaster 5000',
+      '',
+    ].join('\n'),
+  );
+  const child = spawn('redis-server', [conf, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  await new Promise<void>((resolve, reject) => {
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('+monitor master')) resolve();
+    });
+    child.once('exit', (code) => {
+      reject(new Error(`sentinel exited with ${code}: ${output}`));
+    });
+  });
+  return {
+    port,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.removeAllListeners('exit');
+      await new Promise<void>((resolve) => {
+        child.once('exit', () => {
+          resolve();
+        });
+        child.kill('SIGKILL');
+      });
+    },
   };
 }

@@ -42,7 +42,8 @@ export async function createTestReceiver(
     config,
     async close() {
       if (receiver.redis.status === 'ready') {
-        await deleteKeys(receiver.redis, `${config.queuePrefix}:*`);
+        // The tests' Redis is a single server.
+        await deleteKeys(receiver.redis as Redis, `${config.queuePrefix}:*`);
       }
       await receiver.close();
     },

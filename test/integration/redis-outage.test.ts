@@ -108,7 +108,9 @@ it('starts with Redis down without crashing, reports not ready, and recovers', a
   const [res, ms] = await timed(() => post(app, sampleDelivery('key.revoked')));
   expect(res.status).toBe(503);
   expect(ms).toBeLessThan(2000);
-  await request(app).get('/readyz').expect(503, { detail: 'Redis unavailable' });
+  await request(app)
+    .get('/readyz')
+    .expect(503, { detail: 'Redis unavailable', redis: { topology: 'single', primary: null } });
 
   await redis.start();
   await once(receiver.redis, 'ready');

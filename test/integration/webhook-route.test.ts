@@ -358,7 +358,12 @@ describe('secret rotation and clock skew, seen in /metrics', () => {
 describe('other routes', () => {
   it('GET /healthz and /readyz answer 200 with Redis up', async () => {
     await request(receiver.app).get('/healthz').expect(200, { status: 'ok' });
-    await request(receiver.app).get('/readyz').expect(200, { status: 'ready' });
+    const port = new URL(process.env.REDIS_URL ?? '').port;
+    const res = await request(receiver.app).get('/readyz').expect(200);
+    expect(res.body).toEqual({
+      status: 'ready',
+      redis: { topology: 'single', primary: expect.stringMatching(new RegExp(`:${port}$`)) },
+    });
   });
 
   it('GET /readyz answers 503 once shutdown began', async () => {

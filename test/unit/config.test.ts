@@ -20,12 +20,18 @@ describe('loadConfig', () => {
       signatureToleranceSeconds: 300,
       maxBodyBytes: 1_048_576,
       redisUrl: 'redis://127.0.0.1:6379',
+      redisSentinels: [],
+      redisSentinelName: 'mymaster',
+      redisClusterNodes: [],
+      redisWaitReplicas: 0,
+      redisWaitTimeoutMs: 500,
       queuePrefix: 'audio-webhooks',
       dedupeTtlSeconds: 259_200,
       role: 'all',
       audioDir: './data/audio',
       cdnOrigins: [],
       downloadAllowPrivateIps: false,
+      downloadCaFile: undefined,
       downloadMaxBytes: 104_857_600,
       downloadTimeoutMs: 60_000,
       downloadAttempts: 8,
@@ -36,6 +42,35 @@ describe('loadConfig', () => {
       logLevel: 'info',
       trustProxy: 'loopback',
     });
+  });
+
+  it('reads Sentinels and Cluster nodes as host:port lists', () => {
+    const config = loadConfig({
+      WEBHOOK_SECRETS: 's',
+      REDIS_SENTINELS: '127.0.0.1:26379, sentinel-b:26380,[::1]:26381',
+    });
+    expect(config.redisSentinels).toEqual([
+      { host: '127.0.0.1', port: 26379 },
+      { host: 'sentinel-b', port: 26380 },
+      { host: '::1', port: 26381 },
+    ]);
+    expect(problems({ WEBHOOK_SECRETS: 's', REDIS_CLUSTER_NODES: 'a:1,b' })).toEqual([
+      'REDIS_CLUSTER_NODES "b" is not host:port',
+    ]);
+  });
+
+  it('refuses a Cluster without a {hash tag} in QUEUE_PREFIX, naming QUEUE_PREFIX', () => {
+    const cluster = { WEBHOOK_SECRETS: 's', REDIS_CLUSTER_NODES: '127.0.0.1:7000' };
+    expect(problems(cluster)).toEqual([
+      expect.stringMatching(/^QUEUE_PREFIX must hold a \{hash tag\} such as \{audio-webhooks\}/),
+    ]);
+    expect(loadConfig({ ...cluster, QUEUE_PREFIX: '{aw}' }).redisClusterNodes).toHaveLength(1);
+    expect(problems({ ...cluster, QUEUE_PREFIX: '{aw}', REDIS_SENTINELS: 'x:1' })).toEqual([
+      'REDIS_SENTINELS and REDIS_CLUSTER_NODES exclude each other: set one',
+    ]);
+    expect(problems({ ...cluster, QUEUE_PREFIX: '{aw}', REDIS_WAIT_REPLICAS: '1' })).toEqual([
+      expect.stringMatching(/^REDIS_WAIT_REPLICAS is not supported with REDIS_CLUSTER_NODES/),
+    ]);
   });
 
   it('returns a frozen object', () => {

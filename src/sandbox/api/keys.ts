@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../redis/connections.js';
 
 export interface ApiKey {
   readonly id: string;
@@ -18,7 +18,7 @@ export interface KeyStore {
 }
 
 /** API keys in Redis: `<prefix>:keys` (id → record) and `<prefix>:tokens` (token → id). */
-export function createKeyStore(redis: Redis, prefix: string): KeyStore {
+export function createKeyStore(redis: RedisConnection, prefix: string): KeyStore {
   const keys = `${prefix}:keys`;
   const tokens = `${prefix}:tokens`;
   const byId = async (id: string) => {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../redis/connections.js';
 
 export type Endpoint = 'tts' | 'voice-convert' | 'voices';
 
@@ -32,7 +32,7 @@ end
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return tonumber(oldest[2]) + window - now`;
 
-export function createRateLimiter(redis: Redis, prefix: string, windowMs: number) {
+export function createRateLimiter(redis: RedisConnection, prefix: string, windowMs: number) {
   return async (keyId: string, endpoint: Endpoint): Promise<Admission> => {
     const member = `${Date.now()}-${randomBytes(6).toString('hex')}`;
     const wait = Number(

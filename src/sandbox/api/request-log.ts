@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../redis/connections.js';
 
 export interface LoggedRequest {
   readonly key_id: string | null;
@@ -13,7 +13,7 @@ export interface LoggedRequest {
 }
 
 /** Every API request, in order of answer, for `GET /sandbox/requests` and the tests. */
-export function createRequestLog(redis: Redis, prefix: string) {
+export function createRequestLog(redis: RedisConnection, prefix: string) {
   const key = `${prefix}:requests`;
   return {
     async add(entry: LoggedRequest): Promise<void> {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Queue, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../redis/connections.js';
 import type { Logger } from 'pino';
 import { request } from 'undici';
 import { createDeliveryRecords, type Attempt, type DeliveryRecord } from './delivery-records.js';
@@ -11,7 +11,7 @@ export const RETRY_WAITS_MS = [30_000, 300_000, 1_800_000, 7_200_000, 21_600_000
 export const MAX_ATTEMPTS = RETRY_WAITS_MS.length + 1;
 
 export interface EngineOptions {
-  readonly redis: Redis;
+  readonly redis: RedisConnection;
   readonly prefix: string;
   readonly webhookUrl: string;
   readonly secrets: { readonly current: string; readonly rotated: string };

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../redis/connections.js';
 import type { Fault } from './faults.js';
 
 export interface Attempt {
@@ -26,7 +26,7 @@ export interface DeliveryRecord {
 }
 
 /** Deliveries and their attempt logs: `<prefix>:delivery-index` (by creation) and records. */
-export function createDeliveryRecords(redis: Redis, prefix: string) {
+export function createDeliveryRecords(redis: RedisConnection, prefix: string) {
   const index = `${prefix}:delivery-index`;
   const records = `${prefix}:delivery-records`;
   const parse = (raw: string | null) =>
