@@ -111,8 +111,11 @@ export async function startPrivateRedis({
   };
 }
 
-/** A Sentinel of the test's own watching `primaryPort` as `mymaster` (quorum 1, 1 s to decide). */
-export async function startPrivateSentinel(primaryPort: number): Promise<{
+/** A Sentinel of the test's own watching `primaryPort` as `mymaster` (1 s to call it down). */
+export async function startPrivateSentinel(
+  primaryPort: number,
+  quorum = 1,
+): Promise<{
   readonly port: number;
   stop(): Promise<void>;
 }> {
@@ -125,7 +128,7 @@ export async function startPrivateSentinel(primaryPort: number): Promise<{
       `port ${port}`,
       'bind 127.0.0.1',
       `dir ${dir}`,
-      `sentinel monitor mymaster 127.0.0.1 ${primaryPort} 1`,
+      `sentinel monitor mymaster 127.0.0.1 ${primaryPort} ${quorum}`,
       'sentinel down-after-milliseconds mymaster 1000',
       'sentinel failover-timeout mymaster 5000',
       '',

@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import { createLogger } from '../../src/logger';
+import { dedupeId } from '../../src/queue/enqueue-delivery';
+import { startWorkers } from '../../src/workers/start-workers';
+import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { startPrivateRedis, startPrivateSentinel } from '../helpers/private-redis';
+import { eventually } from '../helpers/sandbox-process';
+import { createTestReceiver, signed, testConfig } from '../helpers/test-receiver';
+
+// Issue #12, tests 1 and 2: a Sentinel failover under load, with and without WAIT. Every
+// process is the test's own, on loopback.
+const SENDERS = 20;
+const RUN_MS = 15_000;
+/** How long the replicas are held back before the primary dies. */
+const HOLD_MS = Number(process.env.FAILOVER_HOLD_MS ?? 500);
+
+interface Outcome {
+  readonly accepted: string[];
+  readonly lost: number;
+  readonly unavailable: number;
+  readonly recoveredMs: number;
+}
+
+async function failoverUnderLoad(waitReplicas: number): Promise<Outcome> {
+  const primary = await startPrivateRedis({ persistent: true });
+  const replicas = await Promise.all(
+    [0, 1].map(() =>
+      startPrivateRedis({
+        persistent: true,
+        args: ['--replicaof', '127.0.0.1', String(primary.port)],
+      }),
+    ),
+  );
+  const sentinels = await Promise.all([0, 1, 2].map(() => startPrivateSentinel(primary.port, 2)));
+  const all: { stop(): Promise<void> }[] = [primary, ...replicas, ...sentinels];
+  const probe = new Redis(sentinels[0]!.port, '127.0.0.1');
+  try {
+    // The Sentinels know each other and both replicas before anything happens.
+    await eventually(
+      async () => {
+        const master = (await probe.call('SENTINEL', 'MASTER', 'mymaster')) as string[];
+        const field = (name: string) => Number(master[master.indexOf(name) + 1]);
+        return field('num-other-sentinels') === 2 && field('num-slaves') === 2 ? true : undefined;
+      },
+      { timeoutMs: 20_000, everyMs: 200 },
+    );
+
+    const prefix = `failover-${randomUUID()}`;
+    const env = {
+      REDIS_URL: 'redis://127.0.0.1:1',
+      REDIS_SENTINELS: sentinels.map((s) => `127.0.0.1:${s.port}`).join(','),
+      QUEUE_PREFIX: prefix,
+      REDIS_WAIT_REPLICAS: String(waitReplicas),
+      REDIS_WAIT_TIMEOUT_MS: '500',
+    };
+    const receiver = await createTestReceiver(env);
+    const accepted: string[] = [];
+    let unavailable = 0;
+    let killedAt = 0;
+    let firstOkAfterKill = 0;
+    const stopAt = Date.now() + RUN_MS;
+    const senders = Array.from({ length: SENDERS }, async () => {
+      while (Date.now() < stopAt) {
+        const delivery = sampleDelivery('audio.failed');
+        const { raw, headers } = signed(delivery);
+        const res = await request(receiver.app).post('/webhooks').set(headers).send(raw);
+        if (res.status === 202) {
+          accepted.push((delivery.data as { id: string }).id);
+          if (killedAt > 0 && firstOkAfterKill === 0) firstOkAfterKill = Date.now();
+        } else if (res.status === 503) {
+          unavailable++;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+    });
+    // Mid-run: the replicas fall ~500 ms behind (the lag a real network has), the primary dies.
+    await new Promise((resolve) => setTimeout(resolve, RUN_MS / 3));
+    for (const replica of replicas) replica.freeze();
+    await new Promise((resolve) => setTimeout(resolve, HOLD_MS));
+    killedAt = Date.now();
+    await primary.stop();
+    for (const replica of replicas) replica.thaw();
+    await Promise.all(senders);
+
+    // Every delivery answered 2xx must be on the new primary.
+    const promoted = (await probe.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', 'mymaster')) as [
+      string,
+      string,
+    ];
+    const fresh = new Redis(Number(promoted[1]), promoted[0]);
+    const pipeline = fresh.pipeline();
+    for (const id of accepted)
+      pipeline.exists(`${prefix}:deliveries:de:${dedupeId('audio.failed', id)}`);
+    const found = (await pipeline.exec()) ?? [];
+    const lost = found.filter(([, exists]) => exists !== 1).length;
+
+    // A worker on the same Sentinels drains what was acknowledged.
+    const workers = await startWorkers(testConfig(env), createLogger('silent'));
+    const expected = accepted.length - lost;
+    await eventually(
+      async () => {
+        const counts = await receiver.queue.getJobCounts('completed', 'waiting', 'active');
+        return counts.waiting === 0 && counts.active === 0 && (counts.completed ?? 0) >= expected
+          ? true
+          : undefined;
+      },
+      { timeoutMs: 30_000, everyMs: 250 },
+    );
+    await workers.close();
+    await receiver.close();
+    fresh.disconnect();
+    return { accepted, lost, unavailable, recoveredMs: firstOkAfterKill - killedAt };
+  } finally {
+    probe.disconnect();
+    for (const process of all) await process.stop();
+  }
+}
+
+it('with REDIS_WAIT_REPLICAS=1: a failover loses no acknowledged delivery, and 2xx return by themselves', async () => {
+  const outcome = await failoverUnderLoad(1);
+  process.stdout.write(
+    `failover with WAIT: ${outcome.accepted.length} acknowledged, ${outcome.lost} lost, ${outcome.unavailable} answered 503, 2xx again ${outcome.recoveredMs} ms after the kill\n`,
+  );
+  expect(outcome.accepted.length).toBeGreaterThan(100);
+  expect(outcome.lost).toBe(0);
+  expect(outcome.recoveredMs).toBeGreaterThan(0);
+  expect(outcome.recoveredMs).toBeLessThan(10_000);
+}, 90_000);
+
+it('without WAIT: the same failover, reported (the figure that motivates the option)', async () => {
+  const outcome = await failoverUnderLoad(0);
+  process.stdout.write(
+    `failover without WAIT: ${outcome.accepted.length} acknowledged, ${outcome.lost} lost, ${outcome.unavailable} answered 503, 2xx again ${outcome.recoveredMs} ms after the kill\n`,
+  );
+  expect(outcome.accepted.length).toBeGreaterThan(100);
+}, 90_000);
