@@ -60,6 +60,45 @@ async function ingestion(redisUrl: string, redis: Redis) {
   };
 }
 
+/**
+ * The price of REDIS_WAIT_REPLICAS=1: the receiver's ingestion with a replica acknowledging every
+ * delivery, against the same receiver without, in the same run.
+ */
+async function waitCost(redisServer: { url: string; port: number }) {
+  const replica = await startPrivateRedis({
+    persistent: true,
+    args: ['--replicaof', '127.0.0.1', String(redisServer.port)],
+  });
+  try {
+    const run = async (waitReplicas: string, prefix: string) => {
+      const port = await freePort();
+      const receiver = await spawnService({
+        PORT: String(port),
+        REDIS_URL: redisServer.url,
+        WEBHOOK_SECRETS: BENCH_SECRET,
+        LOG_LEVEL: 'info',
+        ROLE: 'web',
+        QUEUE_PREFIX: prefix,
+        REDIS_WAIT_REPLICAS: waitReplicas,
+      });
+      return measure(
+        `receiver, REDIS_WAIT_REPLICAS=${waitReplicas}`,
+        `http://127.0.0.1:${port}/webhooks`,
+      ).finally(() => stop(receiver));
+    };
+    const without = await run('0', 'bench-wait-0');
+    const withWait = await run('1', 'bench-wait-1');
+    return {
+      withoutPerSecond: without.acceptedPerSecond,
+      withPerSecond: withWait.acceptedPerSecond,
+      withP99Ms: withWait.p99Ms,
+      ratio: ratio(withWait.acceptedPerSecond, without.acceptedPerSecond),
+    };
+  } finally {
+    await replica.stop();
+  }
+}
+
 async function main(): Promise<void> {
   const redisServer = await startPrivateRedis({ persistent: true });
   const redis = new Redis(redisServer.url);
@@ -72,6 +111,7 @@ async function main(): Promise<void> {
     const limiter = await runLimiterCost(redisServer.url);
     const utilisation = await runUtilisation(redisServer.url);
     const revocation = await runRevocationStaleness(redisServer.url);
+    const replicaWait = await waitCost(redisServer);
     const results = {
       date: new Date().toISOString(),
       machine: { node: process.version, cpus: cpus().length, cpu: cpus()[0]?.model ?? 'unknown' },
@@ -85,6 +125,7 @@ async function main(): Promise<void> {
       limiter,
       utilisation,
       revocation,
+      replicaWait,
       downloads: {
         ...downloads,
         ratioToCurl:
@@ -158,6 +199,7 @@ function table(
     limiter: Awaited<ReturnType<typeof runLimiterCost>>;
     utilisation: Awaited<ReturnType<typeof runUtilisation>>;
     revocation: Awaited<ReturnType<typeof runRevocationStaleness>>;
+    replicaWait: Awaited<ReturnType<typeof waitCost>>;
     downloads: Awaited<ReturnType<typeof runDownloads>> & {
       ratioToCurl: number | null;
       ratioToBareUndici: number;
@@ -192,6 +234,10 @@ function table(
     '## The provider client',
     '',
     `limiter: ${results.limiter.singleProcessPerSecond} admissions/s in one process (${results.limiter.singleProcessMicros} µs each), ${results.limiter.fourProcessesPerSecond}/s across 4 processes sharing Redis (${results.limiter.fourProcessesMicros} µs each); utilisation against the sandbox: ${results.utilisation.perWindow.join(', ')} of ${results.utilisation.limit} per ${results.utilisation.windowMs} ms window (${Math.round(results.utilisation.utilisation * 1000) / 10} %), ${results.utilisation.tooManyRequests} × 429; a revocation reaches another process's key pool in ${results.revocation.medianMicros} µs (median of ${results.revocation.samples}; max ${results.revocation.maxMicros} µs)`,
+    '',
+    '## The price of REDIS_WAIT_REPLICAS=1',
+    '',
+    `with a replica acknowledging every delivery: ${results.replicaWait.withPerSecond}/s (p99 ${results.replicaWait.withP99Ms} ms) against ${results.replicaWait.withoutPerSecond}/s without, in the same run: ratio ${results.replicaWait.ratio}`,
     '',
     '## Downloads',
     '',

@@ -1,0 +1,136 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import { runCli } from '../../src/cli/main';
+import { createLogger } from '../../src/logger';
+import { createReceiver, type Receiver } from '../../src/receiver';
+import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { startWorkers } from '../../src/workers/start-workers';
+import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
+import { eventually } from '../helpers/sandbox-process';
+import { signed, testConfig } from '../helpers/test-receiver';
+
+// Issue #12, test 3: a Redis Cluster of three primaries made with `redis-cli --cluster create`.
+const run = promisify(execFile);
+let nodes: PrivateRedis[];
+let cdn: LocalCdn;
+
+beforeAll(async () => {
+  nodes = await Promise.all(
+    [0, 1, 2].map(() =>
+      startPrivateRedis({ args: ['--cluster-enabled', 'yes', '--cluster-node-timeout', '2000'] }),
+    ),
+  );
+  await run('redis-cli', [
+    '--cluster',
+    'create',
+    ...nodes.map((node) => `127.0.0.1:${node.port}`),
+    '--cluster-replicas',
+    '0',
+    '--cluster-yes',
+  ]);
+  await eventually(async () => {
+    const states = await Promise.all(
+      nodes.map(async (node) => {
+        const redis = new Redis(node.port, '127.0.0.1');
+        const info = await redis.cluster('INFO');
+        redis.disconnect();
+        return info.includes('cluster_state:ok');
+      }),
+    );
+    return states.every(Boolean) ? true : undefined;
+  });
+  cdn = await startLocalCdn();
+}, 60_000);
+afterAll(async () => {
+  await cdn.close();
+  for (const node of nodes) await node.stop();
+});
+
+it('deliveries are accepted and deduplicated across connections, processed into files, and the CLI works', async () => {
+  const prefix = `{aw-${randomUUID().slice(0, 8)}}`;
+  const audioDir = mkdtempSync(join(tmpdir(), 'aw-cluster-'));
+  const env = {
+    AUDIO_DIR: audioDir,
+    REDIS_CLUSTER_NODES: nodes.map((node) => `127.0.0.1:${node.port}`).join(','),
+    QUEUE_PREFIX: prefix,
+    CDN_URL: cdn.origin,
+    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    DOWNLOAD_ATTEMPTS: '1',
+  };
+  // Three receivers, each its own Cluster connection, seeded from a different node.
+  const receivers: Receiver[] = [0, 1, 2].map((i) =>
+    createReceiver(
+      testConfig({ ...env, REDIS_CLUSTER_NODES: `127.0.0.1:${nodes[i]!.port}` }),
+      createLogger('silent'),
+    ),
+  );
+  const workers = await startWorkers(testConfig(env), createLogger('silent'), { ca: cdn.ca });
+  try {
+    await eventually(() =>
+      Promise.resolve(receivers.every((r) => r.redis.status === 'ready') ? true : undefined),
+    );
+    const post = (receiver: Receiver, body: unknown) => {
+      const { raw, headers } = signed(body);
+      return request(receiver.app).post('/webhooks').set(headers).send(raw);
+    };
+
+    // The same item through all three connections at once: one job.
+    const bytes = Buffer.from('cluster audio');
+    cdn.route('/cluster-1.mp3', audio(bytes));
+    const item = sampleDelivery('audio.ready', { id: 'cluster-1', cdnOrigin: cdn.origin });
+    (item.data as Record<string, string>).audio_url = `${cdn.origin}/cluster-1.mp3`;
+    const answers = await Promise.all(receivers.map((r) => post(r, item)));
+    expect(answers.map((res) => res.status).sort()).toEqual([200, 200, 202]);
+
+    const broken = sampleDelivery('audio.ready', { id: 'cluster-404' });
+    (broken.data as Record<string, string>).audio_url = `${cdn.origin}/missing.mp3`;
+    await post(receivers[1]!, broken).expect(202);
+    await post(receivers[2]!, { event: 'key.revoked', data: { id: 'key_cluster' } }).expect(202);
+    await post(receivers[0]!, { event: 'audio.failed', data: { id: 'job_cluster' } }).expect(202);
+
+    const cli = async (...args: string[]) => {
+      let stdout = '';
+      const code = await runCli(
+        args,
+        { ...env },
+        { out: (t) => (stdout += t) },
+        { out: () => undefined },
+      );
+      return { code, stdout };
+    };
+    const json = async (command: string) =>
+      JSON.parse((await cli(command, '--json')).stdout) as { id?: string; data_id?: string }[];
+    await eventually(async () =>
+      (await json('failed')).length === 1 &&
+      (await json('revoked-keys')).length === 1 &&
+      (await json('failures')).length === 1
+        ? true
+        : undefined,
+    );
+    expect((await json('failed'))[0]).toMatchObject({ data_id: 'cluster-404' });
+    expect((await json('revoked-keys')).map((k) => k.id)).toEqual(['key_cluster']);
+    expect((await json('failures')).map((f) => f.id)).toEqual(['job_cluster']);
+    expect(await cli('retry', '--all')).toMatchObject({
+      code: 0,
+      stdout: '1 failed job(s) put back on the queue\n',
+    });
+
+    const done = await eventually(async () => {
+      const counts = await receivers[0]!.queue.getJobCounts('completed');
+      return (counts.completed ?? 0) >= 3 ? counts : undefined;
+    });
+    expect(done.completed).toBe(3);
+    expect(cdn.hits.get('/cluster-1.mp3')).toBe(1);
+    expect(readFileSync(join(audioDir, 'cluster-1.mp3')).equals(bytes)).toBe(true);
+  } finally {
+    await workers.close();
+    for (const receiver of receivers) await receiver.close();
+  }
+});
