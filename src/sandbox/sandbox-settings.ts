@@ -144,6 +144,13 @@ export function sandboxConfig(
   const secret = (settings.sandboxSecret as string | undefined) ?? service.webhookSecrets[0];
   if (secret === undefined)
     return { error: 'no signing secret: pass --secret or set WEBHOOK_SECRETS' };
+  const prefix = settings.sandboxPrefix as string;
+  if (service.redisClusterNodes.length > 0 && !/\{[^{}]+\}/.test(prefix)) {
+    // Its deliveries are a BullMQ queue and its records change two keys at once: one slot.
+    return {
+      error: `SANDBOX_PREFIX must hold a {hash tag} such as {${prefix}} with REDIS_CLUSTER_NODES`,
+    };
+  }
   const host = settings.sandboxHost as string;
   return {
     host,
@@ -157,7 +164,7 @@ export function sandboxConfig(
     rateWindowMs: settings.sandboxRateWindowMs as number,
     deliveryTimeoutMs: settings.sandboxDeliveryTimeoutMs as number,
     dir: settings.sandboxDir as string,
-    prefix: settings.sandboxPrefix as string,
+    prefix,
     redisUrl: service.redisUrl,
     redisSentinels: service.redisSentinels,
     redisSentinelName: service.redisSentinelName,
