@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { loadConfig, parseSettings } from '../config.js';
+import { parseSettings, SETTINGS, type Config } from '../config.js';
 import { createLogger } from '../logger.js';
 import { startSandbox } from '../sandbox/start-sandbox.js';
 import { SANDBOX_SETTINGS, sandboxConfig } from '../sandbox/sandbox-settings.js';
@@ -27,9 +27,12 @@ export async function runSandbox(
     if (typeof value === 'string') fromFlags[name] = value;
   }
   const settings = parseSettings(SANDBOX_SETTINGS, { ...env, ...fromFlags });
-  const config = sandboxConfig(settings, loadConfig(env, { forCli: true }));
+  // The service's settings the sandbox reads (Redis, secrets, log level) without the service's
+  // cross-checks: QUEUE_PREFIX is not the sandbox's (its own prefix is checked in sandboxConfig).
+  const service = parseSettings(SETTINGS, env, { forCli: true }) as Config;
+  const config = sandboxConfig(settings, service);
   if ('error' in config) throw new UsageError(config.error);
-  const level = loadConfig({ ...env, WEBHOOK_SECRETS: 'x' }).logLevel;
+  const level = service.logLevel;
   const logger = createLogger(level, pino.destination({ fd: 2, sync: true }));
   const sandbox = await startSandbox(config, logger);
   const { info } = sandbox;

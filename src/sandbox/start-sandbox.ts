@@ -48,72 +48,90 @@ async function readyKey(
  * state in Redis under SANDBOX_PREFIX, so pending deliveries survive a restart.
  */
 export async function startSandbox(config: SandboxConfig, logger: Logger): Promise<RunningSandbox> {
-  await mkdir(config.dir, { recursive: true });
-  const certificate = await cdnCertificate(config.dir, [config.publicHost]);
-  const redis = createWorkerRedis(config);
-  redis.on('error', (error: unknown) => {
-    logger.warn(
-      { reason: error instanceof Error ? error.message : String(error) },
-      'Redis unavailable',
-    );
-  });
-  const audioDir = join(config.dir, 'audio');
-  await mkdir(audioDir, { recursive: true });
-  const cdn = await startCdn(audioDir, certificate, config.host, config.cdnPort);
-  const cdnOrigin = originOf('https', config.publicHost, cdn.port);
-  const keys = createKeyStore(redis, config.prefix);
-  const engine = createDeliveryEngine({
-    redis,
-    prefix: config.prefix,
-    webhookUrl: config.webhookUrl,
-    secrets: { current: config.secret, rotated: config.rotatedSecret },
-    timeScale: config.timeScale,
-    deliveryTimeoutMs: config.deliveryTimeoutMs,
-    logger,
-  });
-  const cdnDispatcher = new Agent({ connect: { ca: certificate.cert } });
-  const app = createSandboxApi({
-    keys,
-    admit: createRateLimiter(redis, config.prefix, config.rateWindowMs),
-    requests: createRequestLog(redis, config.prefix),
-    engine,
-    audio: createAudioFiles(audioDir, cdnOrigin),
-    cdnOrigin,
-    cdnDispatcher,
-    rateWindowMs: config.rateWindowMs,
-    logger,
-  });
-  const server = createServer(app);
-  await new Promise<void>((resolveListen, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolveListen();
-    });
-  });
-  const key = await readyKey(redis, keys, config.prefix);
-  const info: SandboxInfo = {
-    api: originOf('http', config.publicHost, (server.address() as AddressInfo).port),
-    cdn: cdnOrigin,
-    ca: resolve(certificate.caPath),
-    key: { id: key.id, token: key.token },
+  // What is open so far, closed in reverse if a later step fails: a sandbox that cannot start
+  // must exit, not linger on its Redis connection and half its servers.
+  const opened: (() => Promise<unknown>)[] = [];
+  const closeAll = async () => {
+    for (const close of opened.splice(0).reverse()) await close().catch(() => undefined);
   };
-  await writeFile(join(config.dir, 'sandbox.json'), `${JSON.stringify(info, null, 2)}\n`);
-  return {
-    info,
-    async close() {
-      await new Promise<void>((resolveClose) => {
-        server.close(() => {
-          resolveClose();
-        });
-        server.closeAllConnections();
-      });
-      await cdn.close();
-      await engine.close();
-      await cdnDispatcher.close();
-      await redis.quit().catch(() => {
+  try {
+    await mkdir(config.dir, { recursive: true });
+    const certificate = await cdnCertificate(config.dir, [config.publicHost]);
+    const redis = createWorkerRedis(config);
+    opened.push(() =>
+      redis.quit().catch(() => {
         redis.disconnect();
+      }),
+    );
+    redis.on('error', (error: unknown) => {
+      logger.warn(
+        { reason: error instanceof Error ? error.message : String(error) },
+        'Redis unavailable',
+      );
+    });
+    const audioDir = join(config.dir, 'audio');
+    await mkdir(audioDir, { recursive: true });
+    const cdn = await startCdn(audioDir, certificate, config.host, config.cdnPort).catch(
+      (error: unknown) => {
+        throw new Error(`--cdn-port ${config.cdnPort}: ${String(error)}`);
+      },
+    );
+    opened.push(() => cdn.close());
+    const cdnOrigin = originOf('https', config.publicHost, cdn.port);
+    const keys = createKeyStore(redis, config.prefix);
+    const engine = createDeliveryEngine({
+      redis,
+      prefix: config.prefix,
+      webhookUrl: config.webhookUrl,
+      secrets: { current: config.secret, rotated: config.rotatedSecret },
+      timeScale: config.timeScale,
+      deliveryTimeoutMs: config.deliveryTimeoutMs,
+      logger,
+    });
+    opened.push(() => engine.close());
+    const cdnDispatcher = new Agent({ connect: { ca: certificate.cert } });
+    opened.push(() => cdnDispatcher.close());
+    const app = createSandboxApi({
+      keys,
+      admit: createRateLimiter(redis, config.prefix, config.rateWindowMs),
+      requests: createRequestLog(redis, config.prefix),
+      engine,
+      audio: createAudioFiles(audioDir, cdnOrigin),
+      cdnOrigin,
+      cdnDispatcher,
+      rateWindowMs: config.rateWindowMs,
+      logger,
+    });
+    const server = createServer(app);
+    await new Promise<void>((resolveListen, reject) => {
+      server.once('error', (error) => {
+        reject(new Error(`--port ${config.port}: ${String(error)}`));
       });
-    },
-  };
+      server.listen(config.port, config.host, () => {
+        server.removeAllListeners('error');
+        resolveListen();
+      });
+    });
+    opened.push(
+      () =>
+        new Promise<void>((resolveClose) => {
+          server.close(() => {
+            resolveClose();
+          });
+          server.closeAllConnections();
+        }),
+    );
+    const key = await readyKey(redis, keys, config.prefix);
+    const info: SandboxInfo = {
+      api: originOf('http', config.publicHost, (server.address() as AddressInfo).port),
+      cdn: cdnOrigin,
+      ca: resolve(certificate.caPath),
+      key: { id: key.id, token: key.token },
+    };
+    await writeFile(join(config.dir, 'sandbox.json'), `${JSON.stringify(info, null, 2)}\n`);
+    return { info, close: closeAll };
+  } catch (error: unknown) {
+    await closeAll();
+    throw error;
+  }
 }

@@ -20,7 +20,21 @@ export interface PrivateRedis {
   thaw(): void;
 }
 
+/** Ports this process has handed out: the OS may offer a just-closed port again. */
+const handedOut = new Set<number>();
+
+/** A free loopback port, never one this process handed out before. */
 export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await probePort();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}
+
+function probePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

@@ -4,27 +4,41 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import request from 'supertest';
 import { runCli } from '../../src/cli/main';
+import { serve } from '../../src/http/serve';
 import { createLogger } from '../../src/logger';
+import { createProviderClient } from '../../src/provider/create-provider-client';
 import { createReceiver, type Receiver } from '../../src/receiver';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { startWorkers } from '../../src/workers/start-workers';
 import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
-import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
-import { eventually } from '../helpers/sandbox-process';
-import { signed, testConfig } from '../helpers/test-receiver';
+import { freePort, startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
+import { eventually, startSandboxProcess } from '../helpers/sandbox-process';
+import { signed, TEST_SECRET, testConfig } from '../helpers/test-receiver';
 
 // Issue #12, test 3: a Redis Cluster of three primaries made with `redis-cli --cluster create`.
 const run = promisify(execFile);
-let nodes: PrivateRedis[];
+let nodes: PrivateRedis[] = [];
 let cdn: LocalCdn;
 
 beforeAll(async () => {
+  // First, so that afterAll can always close it.
+  cdn = await startLocalCdn();
+  // The bus port is chosen too: port + 10000, its default, may be another test's port.
   nodes = await Promise.all(
-    [0, 1, 2].map(() =>
-      startPrivateRedis({ args: ['--cluster-enabled', 'yes', '--cluster-node-timeout', '2000'] }),
+    [0, 1, 2].map(async () =>
+      startPrivateRedis({
+        args: [
+          '--cluster-enabled',
+          'yes',
+          '--cluster-node-timeout',
+          '2000',
+          '--cluster-port',
+          String(await freePort()),
+        ],
+      }),
     ),
   );
   await run('redis-cli', [
@@ -46,7 +60,6 @@ beforeAll(async () => {
     );
     return states.every(Boolean) ? true : undefined;
   });
-  cdn = await startLocalCdn();
 }, 60_000);
 afterAll(async () => {
   await cdn.close();
@@ -132,5 +145,52 @@ it('deliveries are accepted and deduplicated across connections, processed into 
   } finally {
     await workers.close();
     for (const receiver of receivers) await receiver.close();
+  }
+});
+
+it('the sandbox and the provider client run on the Cluster too', async () => {
+  const clusterNodes = nodes.map((node) => `127.0.0.1:${node.port}`).join(',');
+  const prefix = `{aw-${randomUUID().slice(0, 8)}}`;
+  const receiver = createReceiver(
+    testConfig({ REDIS_CLUSTER_NODES: clusterNodes, QUEUE_PREFIX: prefix }),
+    createLogger('silent'),
+  );
+  const server = await serve(receiver.app, 0, '127.0.0.1');
+  const sandbox = await startSandboxProcess({
+    flags: { 'time-scale': '0.001', 'webhook-url': `http://127.0.0.1:${server.port}/webhooks` },
+    env: { WEBHOOK_SECRETS: TEST_SECRET, REDIS_CLUSTER_NODES: clusterNodes },
+    prefix: `{sbx-${randomUUID().slice(0, 8)}}`,
+  });
+  const cluster = new Cluster(nodes.map((node) => ({ host: '127.0.0.1', port: node.port })));
+  try {
+    const sent = await sandbox.call('POST', '/sandbox/events', {
+      event: 'key.revoked',
+      data: { id: 'key_on_cluster' },
+    });
+    const { id } = sent.body as { id: string };
+    await eventually(async () => {
+      const [found] = (await sandbox.call('GET', `/sandbox/deliveries?id=${id}`)).body as {
+        state: string;
+      }[];
+      return found?.state === 'delivered' ? true : undefined;
+    });
+    expect(await receiver.queue.getJobCounts('waiting')).toEqual({ waiting: 1 });
+
+    const client = await createProviderClient({
+      baseUrl: sandbox.info.api,
+      keys: [sandbox.info.key],
+      redis: cluster,
+      prefix,
+    });
+    const first = await client.tts({ text: 'on a cluster', voice: 'alloy' });
+    const again = await client.tts({ text: 'on a cluster', voice: 'alloy' });
+    expect(again).toMatchObject({ cached: true });
+    expect(again.audio.equals(first.audio)).toBe(true);
+    await client.close();
+  } finally {
+    cluster.disconnect();
+    await sandbox.stop();
+    await server.close();
+    await receiver.close();
   }
 });

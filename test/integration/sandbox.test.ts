@@ -284,6 +284,16 @@ describe('the API', () => {
   });
 });
 
+it('a sandbox that cannot listen exits at once, naming the flag (it used to linger)', async () => {
+  const taken = await sandbox();
+  const port = new URL(taken.info.api).port;
+  await expect(
+    startSandboxProcess({ flags: { port }, env: { WEBHOOK_SECRETS: SECRET } }),
+  ).rejects.toThrow(
+    new RegExp(`sandbox exited \\(1\\): audio-webhooks: --port ${port}: Error: listen EADDRINUSE`),
+  );
+});
+
 it('pending deliveries survive a sandbox restart and are delivered after it', async () => {
   const port = await freePort();
   const flags = { 'time-scale': '0.01', 'webhook-url': `http://127.0.0.1:${port}/webhooks` };
