@@ -63,6 +63,20 @@ const newKey = async () =>
   (await sbx.call('POST', '/sandbox/keys')).body as { id: string; token: string };
 const log = async () => (await sbx.call('GET', '/sandbox/requests')).body as Logged[];
 
+/** An in-process client on the sandbox, this test's Redis and prefix; closed after the test. */
+async function client(keys: { id: string; token: string }[], cacheTtlSeconds = 0) {
+  const created = await createProviderClient({
+    baseUrl: sbx.info.api,
+    keys,
+    redis,
+    prefix,
+    windowMs: WINDOW_MS,
+    cacheTtlSeconds,
+  });
+  cleanups.push(() => created.close());
+  return created;
+}
+
 /** The CLI as a process, with the client's settings. */
 function cli(args: string[], env: Record<string, string> = {}) {
   const child = spawn(process.execPath, [BIN, ...args], {
@@ -142,31 +156,15 @@ it("1. three processes share one key: 150 TTS requests, no 429, never more than 
 
 it('2. limits are per key and per endpoint', async () => {
   const second = await newKey();
-  const client = await createProviderClient({
-    baseUrl: sbx.info.api,
-    keys: [sbx.info.key],
-    redis,
-    prefix,
-    windowMs: WINDOW_MS,
-    cacheTtlSeconds: 0,
-  });
-  const other = await createProviderClient({
-    baseUrl: sbx.info.api,
-    keys: [second],
-    redis,
-    prefix,
-    windowMs: WINDOW_MS,
-  });
-  cleanups.push(
-    () => client.close(),
-    () => other.close(),
-  );
+  const first = await client([sbx.info.key]);
+  const other = await client([second], 86_400);
+
   await Promise.all(
-    Array.from({ length: 60 }, (_unused, i) => client.tts({ text: `fill ${i}`, voice: 'alloy' })),
+    Array.from({ length: 60 }, (_unused, i) => first.tts({ text: `fill ${i}`, voice: 'alloy' })),
   );
   // The first key's TTS window is full; its voices and the second key's TTS are not.
   const started = performance.now();
-  await client.voices();
+  await first.voices();
   await other.tts({ text: 'other key', voice: 'alloy' });
   expect(performance.now() - started).toBeLessThan(500);
   const requests = await log();
@@ -223,25 +221,17 @@ it('4. a revoked key is never used again once recorded; the next takes over; non
   cleanups.push(() => pipeline.close());
   const server = await serve(pipeline.receiver.app, webhookPort, '127.0.0.1');
   cleanups.push(() => server.close());
-  const client = await createProviderClient({
-    baseUrl: sbx.info.api,
-    keys: [sbx.info.key, second],
-    redis,
-    prefix,
-    windowMs: WINDOW_MS,
-    cacheTtlSeconds: 0,
-  });
-  cleanups.push(() => client.close());
-  await client.tts({ text: 'before', voice: 'alloy' });
+  const both = await client([sbx.info.key, second]);
+  await both.tts({ text: 'before', voice: 'alloy' });
 
   await sbx.call('POST', `/sandbox/keys/${sbx.info.key.id}/revoke`);
   await pipeline.settled(sbx.info.key.id);
   const recorded = Date.now();
-  for (let i = 0; i < 5; i++) await client.tts({ text: `after ${i}`, voice: 'alloy' });
+  for (let i = 0; i < 5; i++) await both.tts({ text: `after ${i}`, voice: 'alloy' });
   const requests = await log();
   expect(requests.filter((r) => r.key_id === sbx.info.key.id && r.at >= recorded)).toEqual([]);
   expect(requests.filter((r) => r.key_id === second.id && r.status === 200)).toHaveLength(5);
-  expect(client.revokedKeys()).toEqual([sbx.info.key.id]);
+  expect(both.revokedKeys()).toEqual([sbx.info.key.id]);
 
   await sbx.call('POST', `/sandbox/keys/${second.id}/revoke`);
   await pipeline.settled(second.id);
@@ -257,17 +247,9 @@ it('a 401 moves on to the next key at once; another 4xx is a ProviderError with 
   const second = await newKey();
   // Revoked at the provider, but no key.revoked recorded here yet: the 401 is the only news.
   await sbx.call('POST', `/sandbox/keys/${sbx.info.key.id}/revoke`);
-  const client = await createProviderClient({
-    baseUrl: sbx.info.api,
-    keys: [sbx.info.key, second],
-    redis,
-    prefix,
-    windowMs: WINDOW_MS,
-    cacheTtlSeconds: 0,
-  });
-  cleanups.push(() => client.close());
-  await client.tts({ text: 'one', voice: 'alloy' });
-  await client.tts({ text: 'two', voice: 'alloy' });
+  const both = await client([sbx.info.key, second]);
+  await both.tts({ text: 'one', voice: 'alloy' });
+  await both.tts({ text: 'two', voice: 'alloy' });
   const statuses = (await log()).map((r) => [r.key_id, r.status]);
   expect(statuses).toEqual([
     [sbx.info.key.id, 401],
@@ -275,7 +257,7 @@ it('a 401 moves on to the next key at once; another 4xx is a ProviderError with 
     [second.id, 200],
   ]);
 
-  const refused = client.tts({ text: '', voice: 'alloy' });
+  const refused = both.tts({ text: '', voice: 'alloy' });
   await expect(refused).rejects.toBeInstanceOf(ProviderError);
   await expect(refused).rejects.toMatchObject({
     status: 400,
