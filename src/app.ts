@@ -2,6 +2,7 @@ import express, { type Express } from 'express';
 import { topologyOf, type RedisConnection } from './redis/connections.js';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import { adminDashboard } from './http/admin-dashboard.js';
 import { applyCommonMiddleware } from './http/common-middleware.js';
 import { errorHandler, notFound } from './http/error-handler.js';
 import { healthRoutes } from './http/health-routes.js';
@@ -33,6 +34,16 @@ export function createApp(deps: AppDeps): Express {
   app.use(
     healthRoutes({ redis, metrics: deps.metrics, isShuttingDown, topology: topologyOf(config) }),
   );
+  if (config.adminPassword !== undefined) {
+    app.use(
+      adminDashboard({
+        password: config.adminPassword,
+        readOnly: config.adminReadOnly,
+        queue: deps.queue,
+        logger,
+      }),
+    );
+  }
   app.post(
     config.webhookPath,
     webhookRoute({ ...deps, isRedisReady: () => redis.status === 'ready' }),

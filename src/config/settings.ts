@@ -192,6 +192,34 @@ export const SETTINGS = {
     readBy: ['web'],
     doc: 'Express `trust proxy` setting for the load balancer in front',
   },
+  ADMIN_PASSWORD: {
+    schema: z.string().min(12, 'must be at least 12 characters').optional(),
+    readBy: ['web'],
+    doc: 'serves the queue dashboard at /admin/queues (Basic auth, user `admin`); unset: no dashboard',
+  },
+  ADMIN_READ_ONLY: {
+    schema: bool,
+    default: 'true',
+    readBy: ['web'],
+    doc: 'the dashboard shows but changes nothing; `false` enables retry, remove, clean',
+  },
+  WORKER_HEALTH_PORT: {
+    schema: int(1, 65535).optional(),
+    readBy: ['worker'],
+    doc: "a ROLE=worker process's /healthz (liveness: notices a wedged worker) and /metrics; unset: none",
+  },
+  WORKER_STALL_MS: {
+    schema: int(1000),
+    default: '300000',
+    readBy: ['worker'],
+    doc: 'a worker that holds jobs but settles none this long (or idles while jobs wait) is wedged',
+  },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    schema: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+    key: 'otelEndpoint',
+    readBy: ['web', 'worker'],
+    doc: 'OTLP/HTTP collector base URL (traces go to /v1/traces); unset: tracing off',
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 export type SettingName = keyof typeof SETTINGS;

@@ -82,6 +82,19 @@ describe('the settings and their documents agree', () => {
     }
   });
 
+  it("CONTRACT.md's Operations: every variable it names is a setting", () => {
+    const rows = tableAfter(
+      read(join(root, '..', 'shared', 'CONTRACT.md')),
+      '## Operations',
+      'surface',
+    );
+    const variables = rows
+      .map(([surface = '']) => unquote(surface))
+      .filter((surface) => /^[A-Z][A-Z0-9_]+$/.test(surface));
+    expect(variables).toEqual(['ADMIN_PASSWORD', 'OTEL_EXPORTER_OTLP_ENDPOINT']);
+    for (const name of variables) expect(names).toContain(name);
+  });
+
   describe('the sandbox', () => {
     const sandbox = Object.entries(SANDBOX_SETTINGS) as [string, SandboxSettingSpec][];
     const expected = sandbox.map(([name, spec]) => [

@@ -1,0 +1,252 @@
+import { mkdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import type { Browser, Page } from 'playwright-core';
+import request from 'supertest';
+import { ADMIN_PATH } from '../../src/http/admin-dashboard';
+import { serve, type RunningServer } from '../../src/http/serve';
+import { createLogger } from '../../src/logger';
+import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { launchChromium, TEST_OUTPUT } from '../helpers/browser';
+import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
+import { createTestReceiver } from '../helpers/test-receiver';
+
+const PASSWORD = 'correct horse battery staple';
+const NOT_FOUND = '/voices/missing.mp3';
+
+let browser: Browser;
+let cdn: LocalCdn;
+
+beforeAll(async () => {
+  [browser, cdn] = await Promise.all([launchChromium(), startLocalCdn()]);
+  mkdirSync(TEST_OUTPUT, { recursive: true });
+});
+afterAll(async () => {
+  await Promise.all([browser.close(), cdn.close()]);
+});
+
+interface Dashboard {
+  readonly pipeline: TestPipeline;
+  readonly server: RunningServer;
+  readonly base: string;
+  readonly jobId: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A pipeline whose one delivery failed for good (the CDN answered 404), with the receiver
+ * listening on a real port for the browser.
+ */
+async function dashboardWithFailedJob(readOnly: boolean): Promise<Dashboard> {
+  cdn.route(NOT_FOUND, (_req, res) => res.writeHead(404).end());
+  const pipeline = await startTestPipeline(
+    {
+      CDN_URL: cdn.origin,
+      DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+      DOWNLOAD_ATTEMPTS: '1',
+      ADMIN_PASSWORD: PASSWORD,
+      ADMIN_READ_ONLY: String(readOnly),
+    },
+    cdn.ca,
+  );
+  const delivery = sampleDelivery('audio.ready', {
+    id: 'item-404',
+    data: { audio_url: `${cdn.origin}${NOT_FOUND}` },
+  });
+  await pipeline.post(delivery).expect(202);
+  expect(await pipeline.settled('item-404')).toMatchObject({ state: 'failed' });
+  const [failed] = await pipeline.receiver.queue.getFailed();
+  const server = await serve(pipeline.receiver.app, 0, '127.0.0.1');
+  return {
+    pipeline,
+    server,
+    base: `http://127.0.0.1:${server.port}`,
+    jobId: failed?.id ?? '',
+    async close() {
+      await server.close();
+      await pipeline.close();
+    },
+  };
+}
+
+/** The id of the next job the worker completes. */
+function nextCompleted(d: Dashboard): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    d.pipeline.workers.worker.once('completed', (job) => { resolve(job.id); });
+  });
+}
+
+async function openFailedJobs(base: string): Promise<Page> {
+  const context = await browser.newContext({
+    httpCredentials: { username: 'admin', password: PASSWORD },
+    viewport: { width: 1280, height: 900 },
+  });
+  const page = await context.newPage();
+  await page.goto(`${base}${ADMIN_PATH}/queue/deliveries?status=failed`);
+  return page;
+}
+
+/** The reason the worker recorded, as the dashboard shows it on the failed job's card. */
+const failureReason = (page: Page) =>
+  page.getByText('404: the CDN refused the download').filter({ visible: true }).first();
+
+/** "Retry all" and each job card's retry icon (labelled only by a hover tooltip). */
+const retryButtons = (page: Page) =>
+  page.locator('button', { has: page.locator('svg.lucide-refresh-cw') });
+
+it('a browser logs in, sees why the delivery failed, retries it, and the job leaves the failed set', async () => {
+  const d = await dashboardWithFailedJob(false);
+  try {
+    const page = await openFailedJobs(d.base);
+    await failureReason(page).waitFor();
+    await expect(page.getByText('deliveries').first().isVisible()).resolves.toBe(true);
+    const screenshot = join(TEST_OUTPUT, 'admin-dashboard.png');
+    await page.screenshot({ path: screenshot, fullPage: true });
+    expect(statSync(screenshot).size).toBeGreaterThan(10_000);
+
+    // The CDN has the file now; the operator retries from the page.
+    cdn.route(NOT_FOUND, audio(Buffer.from('ID3 audio')));
+    const completed = nextCompleted(d);
+    // The job card's retry is an icon button (its label is a hover tooltip).
+    await retryButtons(page).filter({ hasNotText: 'Retry all' }).click();
+    await page.getByText('Are you sure that you want to retry this job?').waitFor();
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    await expect(completed).resolves.toBe(d.jobId);
+    expect(await d.pipeline.receiver.queue.getJobState(d.jobId)).toBe('completed');
+    expect(await d.pipeline.receiver.queue.getFailedCount()).toBe(0);
+    await page.context().close();
+  } finally {
+    await d.close();
+  }
+});
+
+it('read-only (the default): the failed job shows, no retry button, and the API refuses a change', async () => {
+  const d = await dashboardWithFailedJob(true);
+  try {
+    const page = await openFailedJobs(d.base);
+    await failureReason(page).waitFor();
+    await page.getByText('Data', { exact: true }).waitFor();
+    // Neither the job's retry icon nor "Retry all" (both shown when writes are on).
+    expect(await retryButtons(page).count()).toBe(0);
+    // Even a request made from the dashboard's own page is refused.
+    const status = await page.evaluate(async (url) => {
+      const res = await fetch(url, { method: 'PUT' });
+      return res.status;
+    }, `${d.base}${ADMIN_PATH}/api/queues/deliveries/${d.jobId}/retry`);
+    expect(status).toBe(403);
+    expect(await d.pipeline.receiver.queue.getJobState(d.jobId)).toBe('failed');
+    await page.context().close();
+  } finally {
+    await d.close();
+  }
+});
+
+describe('without a browser', () => {
+  const auth = `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}`;
+
+  it('is not mounted when ADMIN_PASSWORD is unset', async () => {
+    const receiver = await createTestReceiver();
+    try {
+      await request(receiver.app).get(ADMIN_PATH).expect(404);
+      await request(receiver.app).get(ADMIN_PATH).set('Authorization', auth).expect(404);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('asks for credentials, refuses wrong ones and logs the attempt without the password', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const receiver = await createTestReceiver(
+      { ADMIN_PASSWORD: PASSWORD },
+      { logger: createLogger('info', sink) },
+    );
+    try {
+      const missing = await request(receiver.app).get(ADMIN_PATH).expect(401);
+      expect(missing.headers['www-authenticate']).toMatch(/^Basic realm=/);
+      const wrongPassword = 'Tr0ub4dor&3-not-it';
+      const wrong = await request(receiver.app)
+        .get(ADMIN_PATH)
+        .auth('admin', wrongPassword)
+        .expect(401);
+      expect(wrong.headers['www-authenticate']).toMatch(/^Basic realm=/);
+      await request(receiver.app).get(ADMIN_PATH).auth('root', PASSWORD).expect(401);
+      await request(receiver.app).get(ADMIN_PATH).set('Authorization', auth).expect(200);
+
+      const failures = lines.filter((line) => line.includes('dashboard login failed'));
+      // The bare request is the browser's usual first try (logged at debug only).
+      expect(failures).toHaveLength(2);
+      expect(failures.map((line) => JSON.parse(line) as { reason: string; user?: string })).toEqual(
+        [
+          expect.objectContaining({ reason: 'wrong credentials', user: '"admin"' }),
+          expect.objectContaining({ reason: 'wrong credentials', user: '"root"' }),
+        ],
+      );
+      const everything = lines.join('');
+      expect(everything).not.toContain(wrongPassword);
+      expect(everything).not.toContain(PASSWORD);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('slows down repeated failures from one address', async () => {
+    const receiver = await createTestReceiver({ ADMIN_PASSWORD: PASSWORD });
+    try {
+      const attempt = async () => {
+        const started = performance.now();
+        await request(receiver.app).get(ADMIN_PATH).auth('admin', 'guess').expect(401);
+        return performance.now() - started;
+      };
+      // Requests without credentials (a browser's first try at each path) are never slowed.
+      for (let i = 0; i < 10; i++) await request(receiver.app).get(ADMIN_PATH).expect(401);
+      for (let i = 0; i < 5; i++) await attempt();
+      // The 6th waits 0.5 s, the 7th 1 s: a guesser gets a few hundred tries an hour, not millions.
+      expect(await attempt()).toBeGreaterThanOrEqual(450);
+      expect(await attempt()).toBeGreaterThanOrEqual(950);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('with write actions on, accepts a change only from its own origin (CSRF)', async () => {
+    const d = await dashboardWithFailedJob(false);
+    try {
+      const retry = `${ADMIN_PATH}/api/queues/deliveries/${d.jobId}/retry`;
+      const host = `127.0.0.1:${d.server.port}`;
+      const forged = await request(d.base)
+        .put(retry)
+        .set('Authorization', auth)
+        .set('Origin', 'https://attacker.example')
+        .expect(403);
+      expect(forged.body).toEqual({
+        detail: "changes are accepted only from the dashboard's own page",
+      });
+      await request(d.base).put(retry).set('Authorization', auth).expect(403); // no Origin at all
+      await request(d.base)
+        .put(retry)
+        .set('Authorization', auth)
+        .set('Origin', `http://${host}`)
+        .set('Sec-Fetch-Site', 'cross-site')
+        .expect(403);
+      expect(await d.pipeline.receiver.queue.getJobState(d.jobId)).toBe('failed');
+
+      cdn.route(NOT_FOUND, audio(Buffer.from('ID3 audio')));
+      const completed = nextCompleted(d);
+      await request(d.base)
+        .put(retry)
+        .set('Authorization', auth)
+        .set('Origin', `http://${host}`)
+        .expect(204);
+      await expect(completed).resolves.toBe(d.jobId);
+    } finally {
+      await d.close();
+    }
+  });
+});
