@@ -9,6 +9,7 @@ import { shutdown, type ShutdownStep } from './shutdown.js';
 import { reportStartup } from './startup-report.js';
 import { StorageError } from './storage/storage-errors.js';
 import { startWorkers } from './workers/start-workers.js';
+import { serveWorkerHealth } from './workers/health-server.js';
 import { CaFileError } from './workers/worker-context.js';
 import type { Logger } from 'pino';
 
@@ -32,6 +33,14 @@ async function main(): Promise<void> {
           hooks,
           store: await createStore?.(config, logger),
         });
+  const workerHealth =
+    workers === undefined || config.workerHealthPort === undefined
+      ? undefined
+      : await serveWorkerHealth(
+          { liveness: workers.liveness, registry: workers.registry, logger },
+          config.workerHealthPort,
+          config.host,
+        );
   reportStartup(config, logger, {
     dotenv,
     ...(web ? { listen: `${config.host}:${web.server.port}` } : {}),
@@ -41,6 +50,7 @@ async function main(): Promise<void> {
   const steps: ShutdownStep[] = [
     ...(web ? [{ name: 'http', run: () => web.server.close() }] : []),
     ...(workers ? [{ name: 'workers', run: () => workers.close() }] : []),
+    ...(workerHealth ? [{ name: 'worker health', run: () => workerHealth.close() }] : []),
     ...(web ? [{ name: 'redis', run: () => web.receiver.close() }] : []),
   ];
   const onSignal = (signal: NodeJS.Signals) => {

@@ -21,31 +21,58 @@ export interface Metrics {
   readonly clockSkewSeconds: Histogram;
 }
 
-const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed'] as const;
+const QUEUE_STATES = [
+  'waiting',
+  'prioritized',
+  'active',
+  'delayed',
+  'failed',
+  'completed',
+] as const;
+/** Jobs not yet taken: BullMQ keeps delayed and prioritized ones outside the wait list. */
+const BACKLOG_STATES = ['waiting', 'prioritized', 'delayed'] as const;
+
+/** The name KEDA's ScaledObject (deploy/kubernetes) queries; a test keeps the two in step. */
+export const BACKLOG_METRIC = 'webhook_queue_backlog';
+
+/**
+ * Gauges read from Redis only when Prometheus scrapes: the queue by state, and the backlog the
+ * workers are scaled on. A scrape during a Redis outage still answers; they keep their values.
+ */
+export function registerQueueGauges(registry: Registry, queue: DeliveryQueue): void {
+  new Gauge({
+    name: 'webhook_queue_jobs',
+    help: 'Jobs in the delivery queue by state',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      const counts = await queue.getJobCounts(...QUEUE_STATES).catch(() => undefined);
+      for (const state of QUEUE_STATES) {
+        const count = counts?.[state];
+        if (count !== undefined) this.set({ state }, count);
+      }
+    },
+  });
+  new Gauge({
+    name: BACKLOG_METRIC,
+    help: 'Jobs not yet taken by a worker: waiting + prioritized + delayed (scale workers on this)',
+    registers: [registry],
+    async collect() {
+      const counts = await queue.getJobCounts(...BACKLOG_STATES).catch(() => undefined);
+      if (counts !== undefined)
+        this.set(BACKLOG_STATES.reduce((sum, state) => sum + (counts[state] ?? 0), 0));
+    },
+  });
+}
 
 /**
  * A registry per app (no global singletons), so tests and the benchmark can build many apps in
- * one process. The queue depth is read from Redis only when Prometheus scrapes.
+ * one process.
  */
 export function createMetrics(queue?: DeliveryQueue): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  if (queue) {
-    new Gauge({
-      name: 'webhook_queue_jobs',
-      help: 'Jobs in the delivery queue by state',
-      labelNames: ['state'],
-      registers: [registry],
-      async collect() {
-        // A scrape during a Redis outage still answers; the gauge just keeps its last values.
-        const counts = await queue.getJobCounts(...QUEUE_STATES).catch(() => undefined);
-        for (const state of QUEUE_STATES) {
-          const count = counts?.[state];
-          if (count !== undefined) this.set({ state }, count);
-        }
-      },
-    });
-  }
+  if (queue) registerQueueGauges(registry, queue);
   return {
     registry,
     deliveries: new Counter({

@@ -37,7 +37,12 @@ export const SETTINGS = {
     doc: 'comma-separated signing secrets; any one verifies a delivery (rotation)',
   },
   PORT: { schema: int(0, 65535), default: '3000', readBy: ['web', 'cli'], doc: 'HTTP port' },
-  HOST: { schema: z.string(), default: '0.0.0.0', readBy: ['web'], doc: 'HTTP listen address' },
+  HOST: {
+    schema: z.string(),
+    default: '0.0.0.0',
+    readBy: ['web', 'worker'],
+    doc: "HTTP listen address (also the worker's WORKER_HEALTH_PORT)",
+  },
   WEBHOOK_PATH: {
     schema: z.string().regex(/^\/[\w\-./]*$/, 'must be a path such as /webhooks'),
     default: '/webhooks',

@@ -1,7 +1,13 @@
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { DELIVERY_QUEUE, type DeliveryJobData } from '../queue/delivery-queue.js';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { registerQueueGauges } from '../metrics.js';
+import {
+  createDeliveryQueue,
+  DELIVERY_QUEUE,
+  type DeliveryJobData,
+} from '../queue/delivery-queue.js';
 import { createWorkerRedis, redisTarget } from '../redis/connections.js';
 import { isConnectionError, watchRedis } from '../redis/watch-redis.js';
 import type { AudioStore } from '../storage/audio-store.js';
@@ -9,6 +15,7 @@ import { webhookEventSchema } from '../webhooks/events.js';
 import { dispatch } from './dispatch.js';
 import { withDefaults, type Hooks } from './hooks.js';
 import { backoffStrategy } from './retry-policy.js';
+import { createLiveness, type Liveness } from './liveness.js';
 import { createWorkerContext } from './worker-context.js';
 
 export interface WorkerOptions {
@@ -22,6 +29,10 @@ export interface WorkerOptions {
 
 export interface RunningWorkers {
   readonly worker: Worker<DeliveryJobData>;
+  /** Is the worker doing its job (not just alive)? WORKER_HEALTH_PORT's /healthz asks this. */
+  readonly liveness: Liveness;
+  /** Queue gauges and process metrics, for WORKER_HEALTH_PORT's /metrics. */
+  readonly registry: Registry;
   /** Stops taking jobs, waits for the active ones (not while Redis is down), closes connections. */
   close(): Promise<void>;
 }
@@ -50,15 +61,34 @@ export async function startWorkers(
     throw error;
   });
 
+  // For counts only (liveness, /metrics): shares the worker's connection.
+  const queue = createDeliveryQueue({ connection: redis, prefix: config.queuePrefix });
+  const liveness = createLiveness({
+    stallMs: config.workerStallMs,
+    concurrency: config.workerConcurrency,
+    readyJobs: async () => {
+      const counts = await queue.getJobCounts('waiting', 'prioritized');
+      return (counts.waiting ?? 0) + (counts.prioritized ?? 0);
+    },
+    isPaused: () => worker.isPaused(),
+  });
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  registerQueueGauges(registry, queue);
+
   const worker = new Worker<DeliveryJobData>(
     DELIVERY_QUEUE,
-    async (job) => {
-      // Jobs normally come from our receiver, but a queue is an open door: check again.
-      const parsed = webhookEventSchema.safeParse(job.data.event);
-      if (!parsed.success)
-        throw new UnrecoverableError(`job data is not a valid event: ${parsed.error.message}`);
-      return dispatch(parsed.data, context, { id: job.id ?? '', receivedAt: job.data.receivedAt });
-    },
+    (job) =>
+      liveness.track(() => {
+        // Jobs normally come from our receiver, but a queue is an open door: check again.
+        const parsed = webhookEventSchema.safeParse(job.data.event);
+        if (!parsed.success)
+          throw new UnrecoverableError(`job data is not a valid event: ${parsed.error.message}`);
+        return dispatch(parsed.data, context, {
+          id: job.id ?? '',
+          receivedAt: job.data.receivedAt,
+        });
+      }),
     {
       // Shared with the records; BullMQ duplicates it for its blocking reads.
       connection: redis,
@@ -94,11 +124,14 @@ export async function startWorkers(
 
   return {
     worker,
+    liveness,
+    registry,
     async close() {
       // With Redis away no active job can finish (completing one is a Redis write), and a
       // graceful close would wait for the shutdown deadline: leave them to the stalled-job check.
       const redisDown = redis.status !== 'ready';
       await worker.close(redisDown);
+      await queue.close();
       await context.dispatcher.close();
       if (redisDown) redis.disconnect();
       else

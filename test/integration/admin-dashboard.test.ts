@@ -73,7 +73,9 @@ async function dashboardWithFailedJob(readOnly: boolean): Promise<Dashboard> {
 /** The id of the next job the worker completes. */
 function nextCompleted(d: Dashboard): Promise<string | undefined> {
   return new Promise((resolve) => {
-    d.pipeline.workers.worker.once('completed', (job) => { resolve(job.id); });
+    d.pipeline.workers.worker.once('completed', (job) => {
+      resolve(job.id);
+    });
   });
 }
 
