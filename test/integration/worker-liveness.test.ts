@@ -2,6 +2,7 @@ import request from 'supertest';
 import type { RunningServer } from '../../src/http/serve';
 import { createLogger } from '../../src/logger';
 import { BACKLOG_METRIC } from '../../src/metrics';
+import { webhookEventSchema } from '../../src/webhooks/events';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { serveWorkerHealth } from '../../src/workers/health-server';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers';
@@ -86,7 +87,7 @@ it('a ROLE=worker process with WORKER_HEALTH_PORT serves /healthz and /metrics w
   await receiver.queue.add(
     'key.revoked',
     {
-      event: sampleDelivery('key.revoked', { id: 'key_later' }),
+      event: webhookEventSchema.parse(sampleDelivery('key.revoked', { id: 'key_later' })),
       receivedAt: new Date().toISOString(),
     },
     { delay: 3_600_000 },
