@@ -6,11 +6,13 @@ import { loadDotEnv } from './load-dotenv.js';
 import { createLogger } from './logger.js';
 import { createReceiver } from './receiver.js';
 import { shutdown, type ShutdownStep } from './shutdown.js';
-import { reportStartup } from './startup-report.js';
+import { packageVersion, reportStartup } from './startup-report.js';
+import { startTracing } from './telemetry/tracing.js';
 import { StorageError } from './storage/storage-errors.js';
 import { startWorkers } from './workers/start-workers.js';
 import { serveWorkerHealth } from './workers/health-server.js';
 import { CaFileError } from './workers/worker-context.js';
+import type { Telemetry } from 'bullmq';
 import type { Logger } from 'pino';
 
 /**
@@ -24,14 +26,21 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   let shuttingDown = false;
 
+  const tracing =
+    config.otelEndpoint === undefined
+      ? undefined
+      : await startTracing(config.otelEndpoint, { role: config.role, version: packageVersion() });
   const web =
-    config.role === 'worker' ? undefined : await startWeb(config, logger, () => shuttingDown);
+    config.role === 'worker'
+      ? undefined
+      : await startWeb(config, logger, () => shuttingDown, tracing?.telemetry);
   const workers =
     config.role === 'web'
       ? undefined
       : await startWorkers(config, logger, {
           hooks,
           store: await createStore?.(config, logger),
+          telemetry: tracing?.telemetry,
         });
   const workerHealth =
     workers === undefined || config.workerHealthPort === undefined
@@ -52,6 +61,7 @@ async function main(): Promise<void> {
     ...(workers ? [{ name: 'workers', run: () => workers.close() }] : []),
     ...(workerHealth ? [{ name: 'worker health', run: () => workerHealth.close() }] : []),
     ...(web ? [{ name: 'redis', run: () => web.receiver.close() }] : []),
+    ...(tracing ? [{ name: 'traces', run: () => tracing.shutdown() }] : []),
   ];
   const onSignal = (signal: NodeJS.Signals) => {
     if (shuttingDown) {
@@ -67,8 +77,13 @@ async function main(): Promise<void> {
   process.on('SIGINT', onSignal);
 }
 
-async function startWeb(config: Config, logger: Logger, isShuttingDown: () => boolean) {
-  const receiver = createReceiver(config, logger, isShuttingDown);
+async function startWeb(
+  config: Config,
+  logger: Logger,
+  isShuttingDown: () => boolean,
+  telemetry: Telemetry | undefined,
+) {
+  const receiver = createReceiver(config, logger, isShuttingDown, telemetry);
   const server = await serve(receiver.app, config.port, config.host).catch(
     async (error: unknown) => {
       await receiver.close();

@@ -1,3 +1,4 @@
+import type { Telemetry } from 'bullmq';
 import type { Express } from 'express';
 import type { RedisConnection } from './redis/connections.js';
 import type { Logger } from 'pino';
@@ -28,10 +29,11 @@ export function createReceiver(
   config: Config,
   logger: Logger,
   isShuttingDown?: () => boolean,
+  telemetry?: Telemetry,
 ): Receiver {
   const redis = createWebRedis(config);
   watchRedis(redis, logger, 'web', redisTarget(config));
-  const queue = createDeliveryQueue({ connection: redis, prefix: config.queuePrefix });
+  const queue = createDeliveryQueue({ connection: redis, prefix: config.queuePrefix, telemetry });
   queue.on('error', (error: unknown) => {
     logger.debug({ err: error }, 'queue error');
   });

@@ -10,7 +10,7 @@ export const PLACEHOLDER_SECRETS: readonly string[] = [
   'dev-only-secret-change-me',
 ];
 
-function packageVersion(): string {
+export function packageVersion(): string {
   try {
     const text = readFileSync(join(__dirname, '..', 'package.json'), 'utf8');
     return (JSON.parse(text) as { version?: string }).version ?? 'unknown';

@@ -7,6 +7,7 @@ import { enqueueDelivery } from '../queue/enqueue-delivery.js';
 import { StorageUnavailableError, UnstorableDeliveryError } from '../queue/store-errors.js';
 import { WEB_COMMAND_TIMEOUT_MS } from '../redis/connections.js';
 import { parseEvent } from '../webhooks/parse-event.js';
+import { inServerSpan, inSpanSync } from '../telemetry/tracing.js';
 import { verifySignature } from '../webhooks/verify-signature.js';
 import { addLogFields } from './common-middleware.js';
 import {
@@ -44,28 +45,34 @@ const OUTCOME_BY_STATUS: Readonly<Record<number, DeliveryOutcome>> = {
  * sent only once the delivery is in Redis, so a 2xx always means "stored".
  */
 export function webhookRoute(deps: WebhookRouteDeps): RequestHandler {
-  return async (req: Request, res: Response) => {
-    try {
-      await receive(deps, req, res);
-    } catch (error: unknown) {
-      const status = error instanceof HttpError ? error.status : 500;
-      deps.metrics.deliveries.inc({ outcome: OUTCOME_BY_STATUS[status] ?? 'error', event: '' });
-      throw error;
-    }
-  };
+  const attributes = { 'http.request.method': 'POST', 'url.path': deps.config.webhookPath };
+  return (req: Request, res: Response) =>
+    inServerSpan(`POST ${deps.config.webhookPath}`, attributes, async (span) => {
+      try {
+        await receive(deps, req, res);
+        span?.setAttribute('http.response.status_code', res.statusCode);
+      } catch (error: unknown) {
+        const status = error instanceof HttpError ? error.status : 500;
+        span?.setAttribute('http.response.status_code', status);
+        deps.metrics.deliveries.inc({ outcome: OUTCOME_BY_STATUS[status] ?? 'error', event: '' });
+        throw error;
+      }
+    });
 }
 
 async function receive(deps: WebhookRouteDeps, req: Request, res: Response): Promise<void> {
   const { config, metrics } = deps;
   const body = await readRawBody(req, res, config.maxBodyBytes);
   const now = Date.now() / 1000;
-  const verified = verifySignature({
-    header: req.headers['x-service-signature'] as string | undefined,
-    body,
-    secrets: config.webhookSecrets,
-    toleranceSeconds: config.signatureToleranceSeconds,
-    now: Math.floor(now),
-  });
+  const verified = inSpanSync('webhook.verify_signature', {}, () =>
+    verifySignature({
+      header: req.headers['x-service-signature'] as string | undefined,
+      body,
+      secrets: config.webhookSecrets,
+      toleranceSeconds: config.signatureToleranceSeconds,
+      now: Math.floor(now),
+    }),
+  );
   if (!verified.ok) {
     metrics.signatureFailures.inc({ reason: verified.reason });
     throw new SignatureError(verified.reason, verified.detail);

@@ -1,4 +1,4 @@
-import { Queue, type ConnectionOptions } from 'bullmq';
+import { Queue, type ConnectionOptions, type Telemetry } from 'bullmq';
 import type { WebhookEvent } from '../webhooks/events.js';
 
 /** One queue for every event: the dispatcher picks the handler by job name (= event name). */
@@ -22,12 +22,15 @@ export type DeliveryQueue = Queue<DeliveryJobData>;
 export interface DeliveryQueueOptions {
   readonly connection: ConnectionOptions;
   readonly prefix: string;
+  /** bullmq-otel, when tracing is on: the add's span, and the context carried into the job. */
+  readonly telemetry?: Telemetry | undefined;
 }
 
 export function createDeliveryQueue(options: DeliveryQueueOptions): DeliveryQueue {
   return new Queue<DeliveryJobData>(DELIVERY_QUEUE, {
     connection: options.connection,
     prefix: options.prefix,
+    ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
     defaultJobOptions: {
       attempts: JOB_ATTEMPTS_CEILING,
       // The delay is the worker's (backoffStrategy in retry-policy.ts); only the type is stored.

@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker } from 'bullmq';
+import { UnrecoverableError, Worker, type Telemetry } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { Registry, collectDefaultMetrics } from 'prom-client';
@@ -25,6 +25,8 @@ export interface WorkerOptions {
   readonly store?: AudioStore | undefined;
   /** Extra CA certificates the downloader trusts (PEM), on top of DOWNLOAD_CA_FILE. */
   readonly ca?: string;
+  /** bullmq-otel, when tracing is on: each job's span joins the delivery's trace. */
+  readonly telemetry?: Telemetry | undefined;
 }
 
 export interface RunningWorkers {
@@ -93,6 +95,7 @@ export async function startWorkers(
       // Shared with the records; BullMQ duplicates it for its blocking reads.
       connection: redis,
       prefix: config.queuePrefix,
+      ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
       concurrency: config.workerConcurrency,
       lockDuration: config.workerLockMs,
       stalledInterval: config.workerLockMs,

@@ -1,5 +1,6 @@
 import { classifyNetworkError, openDownload } from '../../download/open-download.js';
 import { Meter } from '../../download/meter.js';
+import { inSpan } from '../../telemetry/tracing.js';
 import type { AudioMetadata } from '../../storage/audio-store.js';
 import { audioExtension, fileStem } from '../../storage/file-name.js';
 import { NameCollisionError, StorageError } from '../../storage/storage-errors.js';
@@ -42,16 +43,24 @@ async function download(
 ): Promise<AudioMetadata> {
   const { config, store } = context;
   const signal = AbortSignal.timeout(config.downloadTimeoutMs);
+  // The host only: a CDN URL's query may hold a signed token.
+  const server = { 'server.address': new URL(event.data.audio_url).hostname };
   try {
-    const opened = await openDownload(event.data.audio_url, {
-      allowedOrigins: config.cdnOrigins,
-      dispatcher: context.dispatcher,
-      maxBytes: config.downloadMaxBytes,
-      signal,
-    });
+    const opened = await inSpan('audio.download', server, () =>
+      openDownload(event.data.audio_url, {
+        allowedOrigins: config.cdnOrigins,
+        dispatcher: context.dispatcher,
+        maxBytes: config.downloadMaxBytes,
+        signal,
+      }),
+    );
     const file = `${stem}${audioExtension(new URL(event.data.audio_url), opened.contentType)}`;
     const meter = new Meter(config.downloadMaxBytes);
-    await store.write(file, meter.measure(opened.body));
+    // The body streams from the CDN into the file: this span is the transfer and the write.
+    await inSpan('audio.write', { 'file.name': file }, async (span) => {
+      await store.write(file, meter.measure(opened.body));
+      span?.setAttribute('file.size', meter.bytes);
+    });
     const metadata: AudioMetadata = {
       id: event.data.id,
       event: event.event,
@@ -69,7 +78,9 @@ async function download(
       job_id: job.id,
     };
     // Written last: its presence means the audio beside it is complete.
-    await store.write(`${stem}.json`, [Buffer.from(`${JSON.stringify(metadata, null, 2)}\n`)]);
+    await inSpan('audio.write_metadata', { 'file.name': `${stem}.json` }, () =>
+      store.write(`${stem}.json`, [Buffer.from(`${JSON.stringify(metadata, null, 2)}\n`)]),
+    );
     return metadata;
   } catch (error: unknown) {
     if (error instanceof StorageError) throw error;
