@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { hooks } from './custom/hooks.js';
 import { createStore } from './custom/store.js';
@@ -8,6 +9,7 @@ import { createReceiver } from './receiver.js';
 import { shutdown, type ShutdownStep } from './shutdown.js';
 import { packageVersion, reportStartup } from './startup-report.js';
 import { startTracing } from './telemetry/tracing.js';
+import { runReceiverCluster, SHUTDOWN_MESSAGE } from './web-cluster.js';
 import { StorageError } from './storage/storage-errors.js';
 import { startWorkers } from './workers/start-workers.js';
 import { serveWorkerHealth } from './workers/health-server.js';
@@ -24,7 +26,17 @@ async function main(): Promise<void> {
   const dotenv = loadDotEnv();
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  if (config.role === 'web' && config.webConcurrency > 1 && cluster.isPrimary) {
+    runReceiverCluster(config, logger);
+    return;
+  }
   let shuttingDown = false;
+  // A cluster child: its primary asks by message (and may be asked before we are up).
+  let asked: NodeJS.Signals | 'primary' | undefined;
+  const askedEarly = (message: unknown) => {
+    if (message === SHUTDOWN_MESSAGE) asked = 'primary';
+  };
+  if (cluster.isWorker) process.on('message', askedEarly);
 
   const tracing =
     config.otelEndpoint === undefined
@@ -63,8 +75,10 @@ async function main(): Promise<void> {
     ...(web ? [{ name: 'redis', run: () => web.receiver.close() }] : []),
     ...(tracing ? [{ name: 'traces', run: () => tracing.shutdown() }] : []),
   ];
-  const onSignal = (signal: NodeJS.Signals) => {
+  const onSignal = (signal: NodeJS.Signals | 'primary') => {
     if (shuttingDown) {
+      // In a cluster the primary decides when to force (a group-wide signal reaches us too).
+      if (cluster.isWorker) return;
       // The operator asked twice: they want it gone now. Cut-off jobs are re-run elsewhere.
       logger.warn({ signal }, 'second signal: exiting now without waiting');
       process.exit(1);
@@ -75,6 +89,13 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  if (cluster.isWorker) {
+    process.off('message', askedEarly);
+    process.on('message', (message: unknown) => {
+      if (message === SHUTDOWN_MESSAGE) onSignal('primary');
+    });
+    if (asked !== undefined) onSignal(asked);
+  }
 }
 
 async function startWeb(

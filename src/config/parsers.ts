@@ -12,6 +12,19 @@ export const int = (min: number, max = Number.MAX_SAFE_INTEGER, rangeMessage?: s
     .transform(Number)
     .refine((n) => n >= min && n <= max, rangeMessage ?? `must be between ${min} and ${max}`);
 
+/** `auto` (computed when parsed) or a whole number within bounds. */
+export const autoOrInt = (auto: () => number, min: number, max: number) =>
+  z.string().transform((raw, ctx) => {
+    if (raw === 'auto') return auto();
+    const n = /^\d+$/.test(raw) ? Number(raw) : NaN;
+    if (n >= min && n <= max) return n;
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be auto or a whole number from ${min} to ${max}`,
+    });
+    return z.NEVER;
+  });
+
 export const bool = z
   .enum(['true', 'false'], 'must be true or false')
   .transform((v) => v === 'true');

@@ -1,5 +1,15 @@
 import { z } from 'zod';
-import { bool, hostPorts, int, optionalPath, origins, secrets, trustProxy } from './parsers.js';
+import { cpusInQuota } from './cpu-quota.js';
+import {
+  autoOrInt,
+  bool,
+  hostPorts,
+  int,
+  optionalPath,
+  origins,
+  secrets,
+  trustProxy,
+} from './parsers.js';
 
 /**
  * The sender retries for 30 s + 5 min + 30 min + 2 h + 6 h = 8 h 35 min 30 s after the first
@@ -163,6 +173,12 @@ export const SETTINGS = {
     default: '2000',
     readBy: ['worker'],
     doc: 'first retry delay; doubles per attempt, with jitter',
+  },
+  WEB_CONCURRENCY: {
+    schema: autoOrInt(cpusInQuota, 1, 256),
+    default: 'auto',
+    readBy: ['web'],
+    doc: "receiver processes sharing the port with ROLE=web (node:cluster); auto: the CPUs in the container's quota",
   },
   WORKER_CONCURRENCY: {
     schema: int(1, 1000),

@@ -52,7 +52,12 @@ async function startCollector() {
     spans,
     contentTypes,
     endpoint: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => { resolve(); })),
+    close: () =>
+      new Promise<void>((resolve) =>
+        server.close(() => {
+          resolve();
+        }),
+      ),
   };
 }
 

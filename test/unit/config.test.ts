@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig, SENDER_RETRY_WINDOW_SECONDS } from '../../src/config';
+import { cpusInQuota } from '../../src/config/cpu-quota';
 
 function problems(env: Record<string, string>): readonly string[] {
   try {
@@ -41,7 +42,35 @@ describe('loadConfig', () => {
       shutdownTimeoutMs: 25_000,
       logLevel: 'info',
       trustProxy: 'loopback',
+      adminPassword: undefined,
+      adminReadOnly: true,
+      workerHealthPort: undefined,
+      workerStallMs: 300_000,
+      otelEndpoint: undefined,
+      webConcurrency: cpusInQuota(),
     });
+  });
+
+  it('WEB_CONCURRENCY: auto is the CPUs in the quota; a number is taken as is; anything else is refused', () => {
+    expect(loadConfig({ WEBHOOK_SECRETS: 's', WEB_CONCURRENCY: '3' }).webConcurrency).toBe(3);
+    expect(() => loadConfig({ WEBHOOK_SECRETS: 's', WEB_CONCURRENCY: 'many' })).toThrow(
+      'WEB_CONCURRENCY must be auto or a whole number from 1 to 256',
+    );
+    expect(() => loadConfig({ WEBHOOK_SECRETS: 's', WEB_CONCURRENCY: '0' })).toThrow(
+      'WEB_CONCURRENCY must be auto or a whole number from 1 to 256',
+    );
+  });
+
+  it('the dashboard password must not be short; the stall limit must outlast a download', () => {
+    expect(() => loadConfig({ WEBHOOK_SECRETS: 's', ADMIN_PASSWORD: 'hunter2' })).toThrow(
+      'ADMIN_PASSWORD must be at least 12 characters',
+    );
+    expect(() =>
+      loadConfig({ WEBHOOK_SECRETS: 's', WORKER_STALL_MS: '60000', DOWNLOAD_TIMEOUT_MS: '60000' }),
+    ).toThrow('WORKER_STALL_MS (60000) must exceed DOWNLOAD_TIMEOUT_MS (60000)');
+    expect(() =>
+      loadConfig({ WEBHOOK_SECRETS: 's', OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }),
+    ).toThrow('OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL');
   });
 
   it('reads Sentinels and Cluster nodes as host:port lists', () => {

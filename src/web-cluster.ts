@@ -1,0 +1,82 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+
+/** The message a receiver process gets instead of a signal: shut down gracefully, once. */
+export const SHUTDOWN_MESSAGE = 'audio-webhooks:shutdown';
+
+/**
+ * ROLE=web with WEB_CONCURRENCY > 1: this primary process serves nothing itself; it forks that
+ * many receiver processes, which share the port (node:cluster hands them the connections), and:
+ * - a process that fails before it listens (port taken, bad CA file…) stops them all: exit 1;
+ * - one that dies later is replaced;
+ * - SIGTERM/SIGINT: each process shuts down gracefully (stops accepting, /readyz 503, finishes
+ *   what it has, closes Redis); the primary exits 0 once they all did. A second signal kills them.
+ * If the primary itself is killed, node:cluster makes each child exit at once: no orphan keeps the
+ * port. Signals reach the children by message, so one sent to the whole process group (Ctrl-C,
+ * systemd) is still a single, graceful request.
+ */
+export function runReceiverCluster(config: Config, logger: Logger): void {
+  /** Each live process, and whether it got as far as listening. */
+  const started = new Map<Worker, { listening: boolean }>();
+  let stopping = false;
+  let exitCode = 0;
+
+  const fork = () => {
+    const worker = cluster.fork();
+    started.set(worker, { listening: false });
+  };
+  cluster.on('listening', (worker) => {
+    const state = started.get(worker);
+    if (state) state.listening = true;
+  });
+  for (let i = 0; i < config.webConcurrency; i++) fork();
+  logger.info(
+    { processes: config.webConcurrency, port: config.port },
+    'receiver processes starting (WEB_CONCURRENCY)',
+  );
+
+  cluster.on('exit', (worker, code, signal) => {
+    const listened = started.get(worker)?.listening ?? false;
+    started.delete(worker);
+    const abnormal = code !== 0 || signal !== null;
+    // The exit code tells how the shutdown went: a process replaced earlier does not count.
+    if (abnormal && (stopping || !listened)) exitCode = 1;
+    // One that never listened would fail the same way again: a restart loop would hide why.
+    if (!stopping && !listened) {
+      logger.fatal(
+        { pid: worker.process.pid, code, signal },
+        'a receiver process failed at start-up; stopping the others',
+      );
+      stopAll();
+    } else if (!stopping) {
+      logger.error(
+        { pid: worker.process.pid, code, signal },
+        'receiver process died; replacing it',
+      );
+      fork();
+    }
+    if (stopping && started.size === 0) process.exit(exitCode);
+  });
+
+  function stopAll() {
+    stopping = true;
+    for (const worker of started.keys()) {
+      if (worker.isConnected()) worker.send(SHUTDOWN_MESSAGE);
+      else worker.kill('SIGTERM');
+    }
+    if (started.size === 0) process.exit(exitCode);
+  }
+
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: killing the receiver processes now');
+      for (const worker of started.keys()) worker.process.kill('SIGKILL');
+      process.exit(1);
+    }
+    logger.info({ signal, processes: started.size }, 'shutting down the receiver processes');
+    stopAll();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
