@@ -11,7 +11,7 @@ afterEach(() => {
   for (const service of running.splice(0)) service.child.kill('SIGKILL');
 });
 
-async function startCluster(port: number, processes = 2): Promise<ServiceProcess> {
+function startCluster(port: number, processes = 2): ServiceProcess {
   const service = spawnService({
     WEBHOOK_SECRETS: TEST_SECRET,
     REDIS_URL: process.env.REDIS_URL ?? '',
@@ -56,7 +56,7 @@ async function post(port: number, id: string): Promise<number> {
 
 it('WEB_CONCURRENCY=2: two receiver processes share the port and all shut down gracefully on SIGTERM', async () => {
   const port = await freePort();
-  const service = await startCluster(port);
+  const service = startCluster(port);
   const pids = await startedPids(service, 2);
   expect(new Set(pids).size).toBe(2);
   expect(pids).not.toContain(service.child.pid);
@@ -80,7 +80,7 @@ it('WEB_CONCURRENCY=2: two receiver processes share the port and all shut down g
 
 it('a receiver process that dies is replaced; the port keeps answering', async () => {
   const port = await freePort();
-  const service = await startCluster(port);
+  const service = startCluster(port);
   const [first, second] = await startedPids(service, 2);
   if (first === undefined || second === undefined) throw new Error('two processes expected');
   process.kill(first, 'SIGKILL');
@@ -97,7 +97,7 @@ it('a receiver process that dies is replaced; the port keeps answering', async (
 
 it('the primary killed outright takes its receiver processes with it: no orphan holds the port', async () => {
   const port = await freePort();
-  const service = await startCluster(port);
+  const service = startCluster(port);
   const pids = await startedPids(service, 2);
   service.child.kill('SIGKILL');
   await service.exited;
@@ -116,7 +116,7 @@ it('a start-up failure in the receiver processes stops the service with the one-
   const taken: Server = createServer();
   await new Promise<void>((resolve) => taken.listen(port, '127.0.0.1', resolve));
   try {
-    const service = await startCluster(port);
+    const service = startCluster(port);
     expect(await service.exited).toBe(1);
     expect(service.stderr()).toContain(`PORT ${String(port)}`);
     expect(service.logs).toContainEqual(
