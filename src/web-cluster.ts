@@ -39,7 +39,8 @@ export function runReceiverCluster(config: Config, logger: Logger): void {
   cluster.on('exit', (worker, code, signal) => {
     const listened = started.get(worker)?.listening ?? false;
     started.delete(worker);
-    const abnormal = code !== 0 || signal !== null;
+    // (signal is null on a normal exit, whatever the typings say)
+    const abnormal = code !== 0 || Boolean(signal);
     // The exit code tells how the shutdown went: a process replaced earlier does not count.
     if (abnormal && (stopping || !listened)) exitCode = 1;
     // One that never listened would fail the same way again: a restart loop would hide why.
