@@ -31,6 +31,14 @@ export function createApp(deps: AppDeps): Express {
   const app = express();
   app.set('trust proxy', config.trustProxy);
   applyCommonMiddleware(app, logger);
+  // The hot path first: a delivery does not walk past the probes' and the dashboard's routes.
+  app.post(
+    config.webhookPath,
+    webhookRoute({ ...deps, isRedisReady: () => redis.status === 'ready' }),
+  );
+  app.all(config.webhookPath, () => {
+    throw new MethodNotAllowedError('POST');
+  });
   app.use(
     healthRoutes({ redis, metrics: deps.metrics, isShuttingDown, topology: topologyOf(config) }),
   );
@@ -44,14 +52,7 @@ export function createApp(deps: AppDeps): Express {
       }),
     );
   }
-  app.post(
-    config.webhookPath,
-    webhookRoute({ ...deps, isRedisReady: () => redis.status === 'ready' }),
-  );
-  app.all(config.webhookPath, () => {
-    throw new MethodNotAllowedError('POST');
-  });
   app.use(notFound);
-  app.use(errorHandler);
+  app.use(errorHandler(logger));
   return app;
 }

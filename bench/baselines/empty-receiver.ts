@@ -1,6 +1,6 @@
 /**
  * Baseline (b), "empty": an Express 5 app with the receiver's middleware (the same
- * applyCommonMiddleware: helmet, pino-http, no x-powered-by, no ETag) whose route reads the raw body and answers 202 without
+ * applyCommonMiddleware: helmet, the one-line request log, no x-powered-by, no ETag) whose route reads the raw body and answers 202 without
  * verifying or storing anything. The ceiling for this stack on this machine.
  */
 import express from 'express';

@@ -1,4 +1,5 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { Logger } from 'pino';
 import { addLogFields } from './common-middleware.js';
 import { HttpError } from './http-errors.js';
 
@@ -12,16 +13,19 @@ export const notFound: RequestHandler = (_req, res) => {
  * A client's error (4xx) is expected: its detail rides on the request's one log line, no stack.
  * Our own trouble (5xx) is logged with its cause; unexpected errors are answered without internals.
  */
-// Express recognises an error handler by its four parameters, so `_next` must stay.
-export const errorHandler: ErrorRequestHandler = (error: unknown, req, res, _next) => {
-  if (error instanceof HttpError) {
-    if (error.status >= 500)
-      req.log.error({ err: error.cause ?? error, status: error.status }, error.detail);
-    else addLogFields(res, { detail: error.detail });
-    if (!res.headersSent)
-      res.set(error.headers).status(error.status).json({ detail: error.detail });
-    return;
-  }
-  req.log.error({ err: error }, 'unhandled error');
-  if (!res.headersSent) res.status(500).json({ detail: 'internal error' });
-};
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  // Express recognises an error handler by its four parameters, so `_next` must stay.
+  return (error: unknown, _req, res, _next) => {
+    const reqId = res.locals.requestId;
+    if (error instanceof HttpError) {
+      if (error.status >= 500)
+        logger.error({ reqId, err: error.cause ?? error, status: error.status }, error.detail);
+      else addLogFields(res, { detail: error.detail });
+      if (!res.headersSent)
+        res.set(error.headers).status(error.status).json({ detail: error.detail });
+      return;
+    }
+    logger.error({ reqId, err: error }, 'unhandled error');
+    if (!res.headersSent) res.status(500).json({ detail: 'internal error' });
+  };
+}
