@@ -16,6 +16,7 @@ import { serveWorkerHealth } from './workers/health-server.js';
 import { CaFileError } from './workers/worker-context.js';
 import type { Telemetry } from 'bullmq';
 import type { Logger } from 'pino';
+import type { RedisConnection } from './redis/connections.js';
 
 /**
  * Composition root: .env, config, logger, then the HTTP receiver and/or the workers per ROLE (with
@@ -105,6 +106,10 @@ async function startWeb(
   telemetry: Telemetry | undefined,
 ) {
   const receiver = createReceiver(config, logger, isShuttingDown, telemetry);
+  // In a cluster, the port is already answered by the other processes: join them once Redis is
+  // ready (or after 5 s, then answering 503 as a lone process does), so the first
+  // deliveries after a start do not meet a 503 from a process still connecting.
+  if (cluster.isWorker) await readyOrTimeout(receiver.redis, CLUSTER_READY_WAIT_MS);
   const server = await serve(receiver.app, config.port, config.host).catch(
     async (error: unknown) => {
       await receiver.close();
@@ -112,6 +117,21 @@ async function startWeb(
     },
   );
   return { receiver, server };
+}
+
+const CLUSTER_READY_WAIT_MS = 5_000;
+
+function readyOrTimeout(redis: RedisConnection, ms: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    redis.once('ready', done);
+  });
 }
 
 /** Errors an operator fixes by changing a setting: their message says which; no stack helps. */

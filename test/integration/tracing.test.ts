@@ -86,7 +86,7 @@ it('one delivery is one trace, from the HTTP request in the web process to the f
     HOST: '127.0.0.1',
     OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint,
   };
-  const web = spawnService({ ...common, ROLE: 'web', PORT: String(port) });
+  const web = spawnService({ ...common, ROLE: 'web', PORT: String(port), WEB_CONCURRENCY: '1' });
   const worker = spawnService({
     ...common,
     ROLE: 'worker',
@@ -96,8 +96,9 @@ it('one delivery is one trace, from the HTTP request in the web process to the f
     DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
   });
   running.push(web, worker);
+  // Connected to Redis, not merely started: the receiver answers 503 until then.
   await Promise.all([
-    web.waitForLog('audio-webhooks started'),
+    web.waitForLog('Redis connected'),
     worker.waitForLog('audio-webhooks started'),
   ]);
 

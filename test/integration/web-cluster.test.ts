@@ -25,13 +25,19 @@ function startCluster(port: number, processes = 2): ServiceProcess {
   return service;
 }
 
-/** Pids of the receiver processes that logged "started", once `count` of them have. */
+/**
+ * Pids of the receiver processes that logged "started", once `count` of them have and each is
+ * connected to Redis (until then a process answers 503, which a loaded machine makes visible).
+ */
 async function startedPids(service: ServiceProcess, count: number): Promise<number[]> {
   return eventually(async () => {
-    const pids = service.logs
-      .filter((line) => line.msg === 'audio-webhooks started')
-      .map((line) => line.pid as number);
-    return Promise.resolve(pids.length >= count ? pids : undefined);
+    const pidsOf = (msg: string) =>
+      service.logs.filter((line) => line.msg === msg).map((line) => line.pid as number);
+    const started = pidsOf('audio-webhooks started');
+    const connected = new Set(pidsOf('Redis connected'));
+    return Promise.resolve(
+      started.length >= count && started.every((pid) => connected.has(pid)) ? started : undefined,
+    );
   });
 }
 

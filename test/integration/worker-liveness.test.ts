@@ -43,7 +43,7 @@ it('a worker whose job never settles fails its liveness probe with the reason, a
   const started = new Promise<void>((resolve) => (hookStarted = resolve));
   const config = testConfig({
     QUEUE_PREFIX: receiver.config.queuePrefix,
-    WORKER_STALL_MS: '1000',
+    WORKER_STALL_MS: '2000',
     DOWNLOAD_TIMEOUT_MS: '500',
   });
   workers = await startWorkers(config, createLogger('silent'), {
@@ -72,7 +72,7 @@ it('a worker whose job never settles fails its liveness probe with the reason, a
   });
   expect(wedged.body).toEqual({
     detail: expect.stringMatching(
-      /^holds 1 job\(s\); the oldest has run \d+ ms \(WORKER_STALL_MS 1000\)$/,
+      /^holds 1 job\(s\); the oldest has run \d+ ms \(WORKER_STALL_MS 2000\)$/,
     ),
   });
 
