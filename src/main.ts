@@ -16,7 +16,7 @@ import { serveWorkerHealth } from './workers/health-server.js';
 import { CaFileError } from './workers/worker-context.js';
 import type { Telemetry } from 'bullmq';
 import type { Logger } from 'pino';
-import type { RedisConnection } from './redis/connections.js';
+import { readyWithin } from './redis/connections.js';
 
 /**
  * Composition root: .env, config, logger, then the HTTP receiver and/or the workers per ROLE (with
@@ -109,7 +109,7 @@ async function startWeb(
   // In a cluster, the port is already answered by the other processes: join them once Redis is
   // ready (or after 5 s, then answering 503 as a lone process does), so the first
   // deliveries after a start do not meet a 503 from a process still connecting.
-  if (cluster.isWorker) await readyOrTimeout(receiver.redis, CLUSTER_READY_WAIT_MS);
+  if (cluster.isWorker) await readyWithin(receiver.redis, CLUSTER_READY_WAIT_MS);
   const server = await serve(receiver.app, config.port, config.host).catch(
     async (error: unknown) => {
       await receiver.close();
@@ -120,19 +120,6 @@ async function startWeb(
 }
 
 const CLUSTER_READY_WAIT_MS = 5_000;
-
-function readyOrTimeout(redis: RedisConnection, ms: number): Promise<void> {
-  if (redis.status === 'ready') return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      redis.off('ready', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    redis.once('ready', done);
-  });
-}
 
 /** Errors an operator fixes by changing a setting: their message says which; no stack helps. */
 const SETTING_ERRORS = [ConfigError, ListenError, StorageError, CaFileError];

@@ -37,18 +37,28 @@ export const BACKLOG_METRIC = 'webhook_queue_backlog';
 
 /**
  * Gauges read from Redis only when Prometheus scrapes: the queue by state, and the backlog the
- * workers are scaled on. A scrape during a Redis outage still answers; they keep their values.
+ * workers are scaled on, from ONE getJobCounts per scrape (prom-client collects both at once, so
+ * they share the call in flight). During a Redis outage a scrape still answers; they keep their
+ * values.
  */
-export function registerQueueGauges(registry: Registry, queue: DeliveryQueue): void {
+function registerQueueGauges(registry: Registry, queue: DeliveryQueue): void {
+  let inFlight: Promise<Record<string, number> | undefined> | undefined;
+  const counts = () =>
+    (inFlight ??= queue
+      .getJobCounts(...QUEUE_STATES)
+      .catch(() => undefined)
+      .finally(() => {
+        inFlight = undefined;
+      }));
   new Gauge({
     name: 'webhook_queue_jobs',
     help: 'Jobs in the delivery queue by state',
     labelNames: ['state'],
     registers: [registry],
     async collect() {
-      const counts = await queue.getJobCounts(...QUEUE_STATES).catch(() => undefined);
+      const byState = await counts();
       for (const state of QUEUE_STATES) {
-        const count = counts?.[state];
+        const count = byState?.[state];
         if (count !== undefined) this.set({ state }, count);
       }
     },
@@ -58,11 +68,19 @@ export function registerQueueGauges(registry: Registry, queue: DeliveryQueue): v
     help: 'Jobs not yet taken by a worker: waiting + prioritized + delayed (scale workers on this)',
     registers: [registry],
     async collect() {
-      const counts = await queue.getJobCounts(...BACKLOG_STATES).catch(() => undefined);
-      if (counts !== undefined)
-        this.set(BACKLOG_STATES.reduce((sum, state) => sum + (counts[state] ?? 0), 0));
+      const byState = await counts();
+      if (byState !== undefined)
+        this.set(BACKLOG_STATES.reduce((sum, state) => sum + (byState[state] ?? 0), 0));
     },
   });
+}
+
+/** Process metrics, plus the queue's gauges when given the queue: the worker's /metrics. */
+export function createRegistry(queue?: DeliveryQueue): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  if (queue) registerQueueGauges(registry, queue);
+  return registry;
 }
 
 /**
@@ -70,9 +88,7 @@ export function registerQueueGauges(registry: Registry, queue: DeliveryQueue): v
  * one process.
  */
 export function createMetrics(queue?: DeliveryQueue): Metrics {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  if (queue) registerQueueGauges(registry, queue);
+  const registry = createRegistry(queue);
   return {
     registry,
     deliveries: new Counter({

@@ -227,7 +227,7 @@ export const SETTINGS = {
   WORKER_HEALTH_PORT: {
     schema: int(1, 65535).optional(),
     readBy: ['worker'],
-    doc: "a ROLE=worker process's /healthz (liveness: notices a wedged worker) and /metrics; unset: none",
+    doc: '/healthz (liveness: notices a wedged worker) and /metrics of a process running workers; unset: none',
   },
   WORKER_STALL_MS: {
     schema: int(1000),

@@ -136,6 +136,20 @@ export function createWorkerRedis(config: RedisConfig): RedisConnection {
  * only the socket's `close` event clears; after a refused connection the socket closed long ago,
  * so the timer kept a finished CLI (and Jest) alive for 2 s more.
  */
+/** Resolves once the connection is ready, or after `ms` whatever its state (never rejects). */
+export function readyWithin(redis: RedisConnection, ms: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    redis.once('ready', done);
+  });
+}
+
 export function dropConnection(redis: RedisConnection): void {
   if (redis.status !== 'end') redis.disconnect();
 }

@@ -1,6 +1,7 @@
 import express from 'express';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { notFound } from '../http/error-handler.js';
 import { serve, type RunningServer } from '../http/serve.js';
 import type { Liveness } from './liveness.js';
 
@@ -31,8 +32,6 @@ export function serveWorkerHealth(
   app.get('/metrics', async (_req, res) => {
     res.type(deps.registry.contentType).send(await deps.registry.metrics());
   });
-  app.use((_req, res) => {
-    res.status(404).json({ detail: 'not found' });
-  });
+  app.use(notFound);
   return serve(app, port, host);
 }

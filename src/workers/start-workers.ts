@@ -1,8 +1,8 @@
 import { UnrecoverableError, Worker, type Telemetry } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { Registry, collectDefaultMetrics } from 'prom-client';
-import { registerQueueGauges } from '../metrics.js';
+import type { Registry } from 'prom-client';
+import { createRegistry } from '../metrics.js';
 import {
   createDeliveryQueue,
   DELIVERY_QUEUE,
@@ -74,9 +74,7 @@ export async function startWorkers(
     },
     isPaused: () => worker.isPaused(),
   });
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  registerQueueGauges(registry, queue);
+  const registry = createRegistry(queue);
 
   const worker = new Worker<DeliveryJobData>(
     DELIVERY_QUEUE,

@@ -384,6 +384,19 @@ describe('other routes', () => {
     );
     expect(res.text).toMatch(/webhook_enqueue_duration_seconds_count 1/);
     expect(res.text).toMatch(/webhook_queue_jobs\{state="waiting"\} 1/);
+    expect(res.text).toMatch(/^webhook_queue_backlog 1$/m);
+  });
+
+  it('a scrape asks Redis for the queue counts once, for both queue gauges', async () => {
+    const counts = jest.spyOn(receiver.queue, 'getJobCounts');
+    try {
+      await request(receiver.app).get('/metrics').expect(200);
+      expect(counts).toHaveBeenCalledTimes(1);
+      await request(receiver.app).get('/metrics').expect(200);
+      expect(counts).toHaveBeenCalledTimes(2);
+    } finally {
+      counts.mockRestore();
+    }
   });
 
   it('unknown paths get a JSON 404; helmet headers are on; x-powered-by is off', async () => {

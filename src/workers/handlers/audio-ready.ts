@@ -43,8 +43,9 @@ async function download(
 ): Promise<AudioMetadata> {
   const { config, store } = context;
   const signal = AbortSignal.timeout(config.downloadTimeoutMs);
+  const url = new URL(event.data.audio_url);
   // The host only: a CDN URL's query may hold a signed token.
-  const server = { 'server.address': new URL(event.data.audio_url).hostname };
+  const server = { 'server.address': url.hostname };
   try {
     const opened = await inSpan('audio.download', server, () =>
       openDownload(event.data.audio_url, {
@@ -54,7 +55,7 @@ async function download(
         signal,
       }),
     );
-    const file = `${stem}${audioExtension(new URL(event.data.audio_url), opened.contentType)}`;
+    const file = `${stem}${audioExtension(url, opened.contentType)}`;
     const meter = new Meter(config.downloadMaxBytes);
     // The body streams from the CDN into the file: this span is the transfer and the write.
     await inSpan('audio.write', { 'file.name': file }, async (span) => {
