@@ -107,7 +107,7 @@ async function startWeb(
 ) {
   const receiver = createReceiver(config, logger, isShuttingDown, telemetry);
   // In a cluster, the port is already answered by the other processes: join them once Redis is
-  // ready (or after 5 s, then answering 503 as a lone process does), so the first
+  // ready (or after 2 s, then answering 503 as a lone process does), so the first
   // deliveries after a start do not meet a 503 from a process still connecting.
   if (cluster.isWorker) await readyWithin(receiver.redis, CLUSTER_READY_WAIT_MS);
   const server = await serve(receiver.app, config.port, config.host).catch(
@@ -119,7 +119,7 @@ async function startWeb(
   return { receiver, server };
 }
 
-const CLUSTER_READY_WAIT_MS = 5_000;
+const CLUSTER_READY_WAIT_MS = 2_000;
 
 /** Errors an operator fixes by changing a setting: their message says which; no stack helps. */
 const SETTING_ERRORS = [ConfigError, ListenError, StorageError, CaFileError];

@@ -38,6 +38,12 @@ export function reportStartup(config: Config, logger: Logger, facts: StartupFact
       'WEBHOOK_SECRETS holds an example secret: anyone can sign deliveries; set the secret from the provider dashboard',
     );
   }
+  // Warned, not refused: CONTRACT says any set ADMIN_PASSWORD serves the dashboard.
+  if (web && config.adminPassword !== undefined && config.adminPassword.length < 12) {
+    logger.warn(
+      'ADMIN_PASSWORD is shorter than 12 characters: the dashboard is easy to guess into; use a long random one',
+    );
+  }
   if (worker && config.cdnOrigins.length === 0) {
     logger.warn('CDN_URL is empty: every audio.ready download will be refused');
   }

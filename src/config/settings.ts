@@ -214,7 +214,7 @@ export const SETTINGS = {
     doc: 'Express `trust proxy` setting for the load balancer in front',
   },
   ADMIN_PASSWORD: {
-    schema: z.string().min(12, 'must be at least 12 characters').optional(),
+    schema: z.string().optional(),
     readBy: ['web'],
     doc: 'serves the queue dashboard at /admin/queues (Basic auth, user `admin`); unset: no dashboard',
   },

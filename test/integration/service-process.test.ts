@@ -129,6 +129,7 @@ it('says once what it is and where everything goes, and warns of risky settings'
     PORT: String(await freePort()),
     WEBHOOK_SECRETS: 'whsec_replace_me',
     DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    ADMIN_PASSWORD: 'letmein',
     REDIS_URL: (process.env.REDIS_URL ?? '').replace('redis://', 'redis://:hunter2@'),
   });
   const started = await service.waitForLog('audio-webhooks started');
@@ -148,9 +149,11 @@ it('says once what it is and where everything goes, and warns of risky settings'
       expect.stringMatching(/^WEBHOOK_SECRETS holds an example secret/),
       expect.stringMatching(/^CDN_URL is empty/),
       expect.stringMatching(/^DOWNLOAD_ALLOW_PRIVATE_IPS=true/),
+      expect.stringMatching(/^ADMIN_PASSWORD is shorter than 12 characters/),
     ]),
   );
   expect(JSON.stringify(service.logs)).not.toContain('hunter2');
+  expect(JSON.stringify(service.logs)).not.toContain('letmein');
 });
 
 describe('Redis down', () => {

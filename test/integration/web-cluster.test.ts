@@ -11,10 +11,14 @@ afterEach(() => {
   for (const service of running.splice(0)) service.child.kill('SIGKILL');
 });
 
-function startCluster(port: number, processes = 2): ServiceProcess {
+function startCluster(
+  port: number,
+  processes = 2,
+  redisUrl = process.env.REDIS_URL ?? '',
+): ServiceProcess {
   const service = spawnService({
     WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: process.env.REDIS_URL ?? '',
+    REDIS_URL: redisUrl,
     QUEUE_PREFIX: `cluster-${randomUUID()}`,
     ROLE: 'web',
     HOST: '127.0.0.1',
@@ -133,4 +137,26 @@ it('a start-up failure in the receiver processes stops the service with the one-
   } finally {
     taken.close();
   }
+});
+
+it('Redis down at start: the processes join the port within 2 s and answer 503 with Retry-After', async () => {
+  const port = await freePort();
+  const service = startCluster(port, 2, `redis://127.0.0.1:${String(await freePort())}`);
+  await eventually(async () =>
+    Promise.resolve(
+      service.logs.filter((line) => line.msg === 'audio-webhooks started').length === 2
+        ? true
+        : undefined,
+    ),
+  );
+  const { raw, headers } = signed(sampleDelivery('key.revoked', { id: 'key_no_redis' }));
+  const res = await fetch(`http://127.0.0.1:${port}/webhooks`, {
+    method: 'POST',
+    headers,
+    body: raw,
+  });
+  expect(res.status).toBe(503);
+  expect(res.headers.get('retry-after')).toBe('5');
+  service.child.kill('SIGTERM');
+  expect(await service.exited).toBe(0);
 });
