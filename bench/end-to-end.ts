@@ -7,12 +7,17 @@ import { freePort } from '../test/helpers/private-redis.js';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
 import { sampleDelivery } from '../src/webhooks/sample-delivery.js';
 import { signPayload } from '../src/webhooks/sign-payload.js';
-import { BENCH_SECRET, spawnWholeService, stop, watchSettledJobs } from './lib.js';
+import { BENCH_SECRET, cpuSecondsOf, spawnWholeService, stop, watchSettledJobs } from './lib.js';
 
 export interface EndToEndResult {
   readonly deliveries: number;
   readonly duplicates: number;
   readonly seconds: number;
+  /** When the last POST was answered. */
+  readonly postedSeconds: number;
+  /** CPU time (user + system) of the receiver and of the worker process over the run. */
+  readonly receiverCpuSeconds: number;
+  readonly workerCpuSeconds: number;
   readonly audioFiles: number;
   readonly metadataFiles: number;
   readonly cdnDownloads: number;
@@ -22,14 +27,15 @@ export interface EndToEndResult {
 
 /**
  * 10,000 audio.ready deliveries, every tenth a re-delivery of an earlier one, posted at 50 at a
- * time to the whole service (ROLE=all), against the local HTTPS CDN serving 64 KB files. Timed
+ * time to the service (a receiver and a worker process, as docker-compose.yml runs them), against the local HTTPS CDN serving 64 KB files. Timed
  * from the first POST until the last job completed; then files and CDN hits are counted.
  */
 export async function runEndToEnd(
   redisUrl: string,
   cdn: LocalCdn,
-  total = 10_000,
+  options: { total?: number; workerConcurrency?: number; env?: Record<string, string> } = {},
 ): Promise<EndToEndResult> {
+  const total = options.total ?? 10_000;
   const audio = randomBytes(64 * 1024);
   let cdnDownloads = 0;
   cdn.fallback((_req, res) => {
@@ -39,11 +45,15 @@ export async function runEndToEnd(
   const audioDir = mkdtempSync(join(tmpdir(), 'aw-bench-e2e-'));
   const caFile = join(audioDir, '..', `aw-bench-ca-${randomUUID()}.pem`);
   writeFileSync(caFile, cdn.ca);
-  const prefix = 'bench-e2e';
+  const prefix = `bench-e2e-${randomUUID().slice(0, 8)}`;
   const port = await freePort();
   const service = await spawnWholeService(port, redisUrl, prefix, audioDir, {
     CDN_URL: cdn.origin,
     NODE_EXTRA_CA_CERTS: caFile,
+    ...(options.workerConcurrency === undefined
+      ? {}
+      : { WORKER_CONCURRENCY: String(options.workerConcurrency) }),
+    ...options.env,
   });
 
   const ids: string[] = [];
@@ -60,6 +70,7 @@ export async function runEndToEnd(
     `end to end: ${total} deliveries (${total - unique} duplicates), 64 KB files\n`,
   );
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 50 });
+  const cpuBefore = new Map(service.map((child) => [child, cpuSecondsOf(child.pid)]));
   const started = performance.now();
   let next = 0;
   let non2xx = 0;
@@ -81,17 +92,24 @@ export async function runEndToEnd(
       }
     }),
   );
+  const postedSeconds = (performance.now() - started) / 1000;
   await jobs.done;
   const seconds = (performance.now() - started) / 1000;
+  const [receiverCpu, workerCpu] = service.map(
+    (child) => cpuSecondsOf(child.pid) - (cpuBefore.get(child) ?? 0),
+  );
   await pool.close();
   await jobs.close();
-  await stop(service);
+  await Promise.all(service.map(stop));
 
   const files = readdirSync(audioDir);
   return {
     deliveries: total,
     duplicates: total - unique,
     seconds: Math.round(seconds * 100) / 100,
+    postedSeconds: Math.round(postedSeconds * 100) / 100,
+    receiverCpuSeconds: Math.round((receiverCpu ?? 0) * 100) / 100,
+    workerCpuSeconds: Math.round((workerCpu ?? 0) * 100) / 100,
     audioFiles: files.filter((f) => f.endsWith('.mp3')).length,
     metadataFiles: files.filter((f) => f.endsWith('.json')).length,
     cdnDownloads,

@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
+import { freePort } from '../test/helpers/private-redis.js';
 
 export const BENCH_SECRET = 'whsec_bench';
 export const DIST_BENCH = join(__dirname, '..');
@@ -34,7 +35,11 @@ export async function spawnService(env: Record<string, string>): Promise<ChildPr
     stdio: ['ignore', devNull, 'inherit'],
   });
   closeSync(devNull);
-  const ready = `http://127.0.0.1:${env.PORT ?? '3000'}/readyz`;
+  // A ROLE=worker process answers on its health port once its workers run.
+  const ready =
+    env.ROLE === 'worker'
+      ? `http://127.0.0.1:${env.WORKER_HEALTH_PORT ?? ''}/healthz`
+      : `http://127.0.0.1:${env.PORT ?? '3000'}/readyz`;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}`);
     const ok = await fetch(ready).then(
@@ -76,24 +81,29 @@ export async function watchSettledJobs(redisUrl: string, prefix: string, expecte
   return { done, failed: () => failed, close: () => events.close() };
 }
 
-/** The whole service (ROLE=all) on `port`, its audio in `audioDir`, plus download settings. */
-export function spawnWholeService(
+/**
+ * The service as docker-compose.yml runs it: a receiver process (ROLE=web, one process) on `port`
+ * and a worker process (ROLE=worker) storing audio in `audioDir`, with the download settings and
+ * any other `extra` variables. Resolves once both are ready; `stop` them both.
+ */
+export async function spawnWholeService(
   port: number,
   redisUrl: string,
   prefix: string,
   audioDir: string,
-  download: Record<string, string>,
-): Promise<ChildProcess> {
-  return spawnService({
-    PORT: String(port),
-    REDIS_URL: redisUrl,
-    QUEUE_PREFIX: prefix,
-    ROLE: 'all',
-    AUDIO_DIR: audioDir,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
-    LOG_LEVEL: 'info',
-    ...download,
-  });
+  extra: Record<string, string>,
+): Promise<ChildProcess[]> {
+  const common = { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, LOG_LEVEL: 'info', ...extra };
+  return Promise.all([
+    spawnService({ ...common, ROLE: 'web', WEB_CONCURRENCY: '1', PORT: String(port) }),
+    spawnService({
+      ...common,
+      ROLE: 'worker',
+      WORKER_HEALTH_PORT: String(await freePort()),
+      AUDIO_DIR: audioDir,
+      DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    }),
+  ]);
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */

@@ -27,7 +27,8 @@ export interface SandboxEndToEndResult {
 /**
  * The provider's whole loop on one machine: a 10,000-item batch (64 KB WAVs) submitted to the
  * sandbox, delivered with its real signatures and retry engine (time scale 1: a failed attempt
- * would cost 30 s, so attempts per delivery tells the truth) to the service (ROLE=all), which
+ * would cost 30 s, so attempts per delivery tells the truth) to the service (a receiver and a
+ * worker process, as docker-compose.yml runs them), which
  * downloads every file from the sandbox's HTTPS CDN.
  */
 export async function runSandboxEndToEnd(
@@ -74,7 +75,7 @@ export async function runSandboxEndToEnd(
     attempts: { at: number; ms: number }[];
   }[];
   const lastAnswer = Math.max(...deliveries.flatMap((d) => d.attempts.map((a) => a.at + a.ms)));
-  await stop(service);
+  await Promise.all(service.map(stop));
   await sandbox.stop();
   const files = readdirSync(audioDir);
   const attempts = deliveries.reduce((sum, d) => sum + d.attempts.length, 0);

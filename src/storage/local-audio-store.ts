@@ -40,52 +40,72 @@ async function fsyncDirectory(dir: string): Promise<void> {
   }
 }
 
-/** Bytes gathered before one write: 64 TLS records' worth of syscalls become one. */
+/**
+ * Chunks gathered before one writev: many TLS records become one syscall. Bounded in bytes and in
+ * count (IOV_MAX), so a server sending tiny records cannot pile up chunk objects.
+ */
 const BATCH_BYTES = 1 << 20;
+const BATCH_CHUNKS = 1024;
 
-/** FileHandle.write may write less than asked; loop until the whole range is on its way. */
-async function writeAll(handle: FileHandle, buffer: Buffer, length: number): Promise<void> {
-  let written = 0;
-  while (written < length) {
-    const { bytesWritten } = await handle.write(buffer, written, length - written);
-    written += bytesWritten;
+/**
+ * What is left of `buffers` once the first `written` bytes are written: writev, like write, may
+ * write less than asked.
+ */
+export function unwritten(buffers: readonly Uint8Array[], written: number): Uint8Array[] {
+  let skip = written;
+  let first = 0;
+  while (first < buffers.length && skip >= (buffers[first]?.length ?? 0)) {
+    skip -= buffers[first]?.length ?? 0;
+    first++;
+  }
+  const rest = buffers.slice(first);
+  const head = rest[0];
+  if (head !== undefined && skip > 0) rest[0] = head.subarray(skip);
+  return rest;
+}
+
+async function writevAll(handle: FileHandle, buffers: Uint8Array[]): Promise<void> {
+  let pending = buffers;
+  while (pending.length > 0) {
+    const { bytesWritten } = await handle.writev(pending);
+    pending = unwritten(pending, bytesWritten);
   }
 }
 
 type Wrap = (error: unknown) => Error;
 
 /**
- * Writes through two preallocated 1 MB buffers in turn: one is being written while the other
- * fills, so disk and network overlap, and nothing is allocated per batch, so memory stays flat
- * (two buffers per download) however large the file.
+ * Writes the chunks as they come, a batch at a time, while the next batch gathers: disk and
+ * network overlap. The chunks themselves are written (a stream's chunks are never reused once
+ * read), so nothing is copied or allocated per batch and memory stays flat: at most two batches
+ * per download, however large the file. A small file is one writev.
  */
-async function writeBatched(
+export async function writeBatched(
   handle: FileHandle,
-  chunks: AsyncIterable<Uint8Array>,
+  chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
   fail: Wrap,
 ): Promise<void> {
-  const write = (buffer: Buffer, length: number) =>
-    writeAll(handle, buffer, length).catch((error: unknown) => {
+  const write = (batch: Uint8Array[]) =>
+    writevAll(handle, batch).catch((error: unknown) => {
       throw fail(error);
     });
-  let filling = Buffer.allocUnsafe(BATCH_BYTES);
-  let spare = Buffer.allocUnsafe(BATCH_BYTES);
-  let filled = 0;
+  let batch: Uint8Array[] = [];
+  let batched = 0;
   let inFlight: Promise<void> = Promise.resolve();
   try {
     for await (const chunk of chunks) {
-      for (let offset = 0; offset < chunk.length;) {
-        const n = Math.min(chunk.length - offset, BATCH_BYTES - filled);
-        filling.set(chunk.subarray(offset, offset + n), filled);
-        filled += n;
-        offset += n;
-        if (filled === BATCH_BYTES) {
-          // The other buffer's write must be done before it is filled again.
-          await inFlight;
-          inFlight = write(filling, filled);
-          [filling, spare] = [spare, filling];
-          filled = 0;
-        }
+      if (chunk.length === 0) continue;
+      batch.push(chunk);
+      batched += chunk.length;
+      if (batched >= BATCH_BYTES || batch.length >= BATCH_CHUNKS) {
+        // The batch before must be written before another one is started.
+        await inFlight;
+        inFlight = write(batch);
+        // Handled now, rethrown where awaited: a write failing while the next chunk is awaited
+        // would otherwise be an unhandled rejection, which ends the process.
+        inFlight.catch(() => undefined);
+        batch = [];
+        batched = 0;
       }
     }
   } catch (error: unknown) {
@@ -94,11 +114,19 @@ async function writeBatched(
     throw error;
   }
   await inFlight;
-  if (filled > 0) await write(filling, filled);
+  if (batch.length > 0) await write(batch);
 }
 
+/**
+ * Random per process, then a counter: unique without asking the kernel for entropy per file
+ * (randomBytes was 1 % of a worker's CPU), and 'wx' refuses a clash anyway.
+ */
+const TEMP_PREFIX = `.partial-${HOST_TAG}-${process.pid}-${randomBytes(6).toString('hex')}`;
+let tempCounter = 0;
+
 function tempName(): string {
-  return `.partial-${HOST_TAG}-${process.pid}-${randomBytes(8).toString('hex')}`;
+  tempCounter++;
+  return `${TEMP_PREFIX}${tempCounter.toString(16).padStart(4, '0')}`;
 }
 
 /**
@@ -138,9 +166,7 @@ export async function createLocalAudioStore(dir: string): Promise<AudioStore> {
       try {
         // Written through the handle itself, which stays open for the fsync below. A failing
         // source keeps its own error; the filesystem's become StorageErrors.
-        await pipeline(source, (chunks: AsyncIterable<Uint8Array>) =>
-          writeBatched(handle, chunks, fail),
-        );
+        await writeBatched(handle, source, fail);
         await handle.sync().catch((error: unknown) => {
           throw fail(error);
         });
