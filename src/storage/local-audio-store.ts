@@ -14,6 +14,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { AudioMetadata, AudioStore } from './audio-store.js';
+import { inSpan } from '../telemetry/tracing.js';
 import { storageError } from './storage-errors.js';
 
 /** Temp names say which host and process wrote them, so start-up removes only dead writers' files. */
@@ -38,6 +39,38 @@ async function fsyncDirectory(dir: string): Promise<void> {
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * Group commit: wraps an fsync so that many callers share it. A caller is covered by the first
+ * run that starts after it asked, so callers arriving while one runs share the next one. With
+ * WORKER_CONCURRENCY jobs each renaming two files, this turns up to 2 × concurrency directory
+ * fsyncs into a handful, and never lets a rename go unsynced.
+ */
+export function groupCommit(sync: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  let next: Promise<void> | undefined;
+  const start = (): Promise<void> => {
+    const run: Promise<void> = sync().finally(() => {
+      if (running === run) running = undefined;
+    });
+    running = run;
+    return run;
+  };
+  return () => {
+    // One already waits to start after the running one: it will cover this caller too.
+    if (next !== undefined) return next;
+    if (running === undefined) return start();
+    const settled = running.then(
+      () => undefined,
+      () => undefined,
+    );
+    next = settled.then(() => {
+      next = undefined;
+      return start();
+    });
+    return next;
+  };
 }
 
 /**
@@ -155,6 +188,7 @@ async function checkWritable(dir: string): Promise<void> {
 /** Audio on the local filesystem (a volume in Docker). Names come from fileStem, never from input. */
 export async function createLocalAudioStore(dir: string): Promise<AudioStore> {
   await checkWritable(dir);
+  const syncDirectory = groupCommit(() => fsyncDirectory(dir));
   return {
     async write(name, source) {
       const temp = join(dir, tempName());
@@ -167,7 +201,7 @@ export async function createLocalAudioStore(dir: string): Promise<AudioStore> {
         // Written through the handle itself, which stays open for the fsync below. A failing
         // source keeps its own error; the filesystem's become StorageErrors.
         await writeBatched(handle, source, fail);
-        await handle.sync().catch((error: unknown) => {
+        await inSpan('file.fsync', {}, () => handle.sync()).catch((error: unknown) => {
           throw fail(error);
         });
         await handle.close();
@@ -180,7 +214,7 @@ export async function createLocalAudioStore(dir: string): Promise<AudioStore> {
         throw error;
       }
       // The rename is durable only once the directory entry is.
-      await fsyncDirectory(dir).catch((error: unknown) => {
+      await inSpan('directory.fsync', {}, syncDirectory).catch((error: unknown) => {
         throw fail(error);
       });
     },

@@ -1,3 +1,4 @@
+import { inSpan } from '../telemetry/tracing.js';
 import type { WebhookEvent } from '../webhooks/events.js';
 import { handleAudioFailed } from './handlers/audio-failed.js';
 import { handleAudioReady } from './handlers/audio-ready.js';
@@ -8,11 +9,18 @@ import type { JobInfo, WorkerContext } from './worker-context.js';
  * One handler per event. The switch is exhaustive: add an event to `webhookEventSchema` and this
  * file stops compiling until the new case is handled.
  */
-export async function dispatch(
+export function dispatch(
   event: WebhookEvent,
   context: WorkerContext,
   job: JobInfo,
 ): Promise<unknown> {
+  // The handler's own span: BullMQ's `process` span around it also holds its Redis calls.
+  return inSpan('webhook.handle', { 'webhook.event': event.event }, () =>
+    handle(event, context, job),
+  );
+}
+
+async function handle(event: WebhookEvent, context: WorkerContext, job: JobInfo): Promise<unknown> {
   switch (event.event) {
     case 'audio.ready':
       return handleAudioReady(event, context, job);

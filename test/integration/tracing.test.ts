@@ -1,65 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { startCollector } from '../helpers/otlp-collector';
 import { freePort } from '../helpers/private-redis';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { signed, TEST_SECRET } from '../helpers/test-receiver';
-
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-}
-interface ExportedSpan extends OtlpSpan {
-  role: string;
-}
-interface OtlpExport {
-  resourceSpans: {
-    resource: { attributes: { key: string; value: { stringValue?: string } }[] };
-    scopeSpans: { spans: OtlpSpan[] }[];
-  }[];
-}
-
-/** A local OTLP/HTTP collector: keeps every span it is sent, with the sender's role. */
-async function startCollector() {
-  const spans: ExportedSpan[] = [];
-  const contentTypes = new Set<string>();
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      contentTypes.add(`${req.method ?? ''} ${req.url ?? ''} ${req.headers['content-type'] ?? ''}`);
-      const body = JSON.parse(Buffer.concat(chunks).toString()) as OtlpExport;
-      for (const { resource, scopeSpans } of body.resourceSpans) {
-        const role =
-          resource.attributes.find((a) => a.key === 'audio_webhooks.role')?.value.stringValue ?? '';
-        for (const scope of scopeSpans)
-          for (const span of scope.spans) spans.push({ ...span, role });
-      }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
-  return {
-    spans,
-    contentTypes,
-    endpoint: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) =>
-        server.close(() => {
-          resolve();
-        }),
-      ),
-  };
-}
 
 let cdn: LocalCdn;
 let collector: Awaited<ReturnType<typeof startCollector>>;
@@ -137,9 +85,12 @@ it('one delivery is one trace, from the HTTP request in the web process to the f
   expect(names('worker')).toEqual(
     expect.arrayContaining([
       'process deliveries',
+      'webhook.handle',
       'audio.download',
       'audio.write',
       'audio.write_metadata',
+      'file.fsync',
+      'directory.fsync',
     ]),
   );
   // One tree: every span but the request's has its parent in the same trace.
