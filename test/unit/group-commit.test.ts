@@ -6,7 +6,11 @@ function controlledSync() {
   let asked = 0;
   const sync = () =>
     new Promise<void>((resolve, reject) => {
-      runs.push({ finish: (error) => (error ? reject(error) : resolve()), startedAfter: asked });
+      const finish = (error?: Error) => {
+        if (error) reject(error);
+        else resolve();
+      };
+      runs.push({ finish, startedAfter: asked });
     });
   return { runs, sync, ask: () => ++asked };
 }
