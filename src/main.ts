@@ -110,7 +110,7 @@ async function startWeb(
   // ready (or after 2 s, then answering 503 as a lone process does), so the first
   // deliveries after a start do not meet a 503 from a process still connecting.
   if (cluster.isWorker) await readyWithin(receiver.redis, CLUSTER_READY_WAIT_MS);
-  const server = await serve(receiver.app, config.port, config.host).catch(
+  const server = await serve(receiver.listener, config.port, config.host).catch(
     async (error: unknown) => {
       await receiver.close();
       throw error;

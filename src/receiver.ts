@@ -1,8 +1,9 @@
 import type { Telemetry } from 'bullmq';
+import type { RequestListener } from 'node:http';
 import type { Express } from 'express';
 import type { RedisConnection } from './redis/connections.js';
 import type { Logger } from 'pino';
-import { createApp } from './app.js';
+import { createApp, createRequestListener } from './app.js';
 import type { Config } from './config.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createDeliveryQueue, type DeliveryQueue } from './queue/delivery-queue.js';
@@ -11,7 +12,10 @@ import { createReplicaWait } from './redis/replica-wait.js';
 import { watchRedis } from './redis/watch-redis.js';
 
 export interface Receiver {
+  /** The Express app alone (supertest); `listener` is what the server runs. */
   readonly app: Express;
+  /** The app behind the webhook's fast path (createRequestListener). */
+  readonly listener: RequestListener;
   readonly queue: DeliveryQueue;
   /** The fail-fast connection the queue and /readyz share. */
   readonly redis: RedisConnection;
@@ -42,7 +46,7 @@ export function createReceiver(
     config.redisWaitReplicas > 0
       ? createReplicaWait(redis, config.redisWaitReplicas, config.redisWaitTimeoutMs)
       : undefined;
-  const app = createApp({
+  const deps = {
     ...(confirmReplicas === undefined ? {} : { confirmReplicas }),
     config,
     logger,
@@ -50,9 +54,10 @@ export function createReceiver(
     redis,
     metrics,
     ...(isShuttingDown === undefined ? {} : { isShuttingDown }),
-  });
+  };
   return {
-    app,
+    app: createApp(deps),
+    listener: createRequestListener(deps),
     queue,
     redis,
     metrics,

@@ -1,6 +1,7 @@
+import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { addLogFields } from './common-middleware.js';
+import { addLogFields, requestIdOf, sendJson } from './common-middleware.js';
 import { HttpError } from './http-errors.js';
 
 /** Unmatched paths get the same JSON error shape as everything else. */
@@ -9,23 +10,28 @@ export const notFound: RequestHandler = (_req, res) => {
 };
 
 /**
- * The one error handler: every error body is `{"detail": "…"}`, the shape the provider itself uses.
- * A client's error (4xx) is expected: its detail rides on the request's one log line, no stack.
+ * Every error answer: the body is `{"detail": "…"}`, the shape the provider itself uses. A
+ * client's error (4xx) is expected: its detail rides on the request's one log line, no stack.
  * Our own trouble (5xx) is logged with its cause; unexpected errors are answered without internals.
  */
+export function answerError(res: ServerResponse, error: unknown, logger: Logger): void {
+  const reqId = requestIdOf(res);
+  if (error instanceof HttpError) {
+    if (error.status >= 500)
+      logger.error({ reqId, err: error.cause ?? error, status: error.status }, error.detail);
+    else addLogFields(res, { detail: error.detail });
+    if (!res.headersSent)
+      sendJson(res, error.status, JSON.stringify({ detail: error.detail }), error.headers);
+    return;
+  }
+  logger.error({ reqId, err: error }, 'unhandled error');
+  if (!res.headersSent) sendJson(res, 500, JSON.stringify({ detail: 'internal error' }));
+}
+
+/** The one error handler of the Express app. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   // Express recognises an error handler by its four parameters, so `_next` must stay.
   return (error: unknown, _req, res, _next) => {
-    const reqId = res.locals.requestId;
-    if (error instanceof HttpError) {
-      if (error.status >= 500)
-        logger.error({ reqId, err: error.cause ?? error, status: error.status }, error.detail);
-      else addLogFields(res, { detail: error.detail });
-      if (!res.headersSent)
-        res.set(error.headers).status(error.status).json({ detail: error.detail });
-      return;
-    }
-    logger.error({ reqId, err: error }, 'unhandled error');
-    if (!res.headersSent) res.status(500).json({ detail: 'internal error' });
+    answerError(res, error, logger);
   };
 }

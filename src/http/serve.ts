@@ -1,6 +1,5 @@
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Express } from 'express';
 import { deferContinue } from './expect-continue.js';
 
 /** The listener could not start; the message names the variable to fix. */
@@ -41,7 +40,11 @@ export interface RunningServer {
  */
 export const SERVER_TIMEOUTS = { keepAliveMs: 65_000, headersMs: 20_000, requestMs: 30_000 };
 
-export async function serve(app: Express, port: number, host: string): Promise<RunningServer> {
+export async function serve(
+  app: RequestListener,
+  port: number,
+  host: string,
+): Promise<RunningServer> {
   const server = createServer(app);
   deferContinue(server);
   server.keepAliveTimeout = SERVER_TIMEOUTS.keepAliveMs;

@@ -1,4 +1,4 @@
-import type { Request, RequestHandler, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { DeliveryOutcome, Metrics } from '../metrics.js';
@@ -9,7 +9,8 @@ import { WEB_COMMAND_TIMEOUT_MS } from '../redis/connections.js';
 import { parseEvent } from '../webhooks/parse-event.js';
 import { inServerSpan, inSpanSync } from '../telemetry/tracing.js';
 import { verifySignature } from '../webhooks/verify-signature.js';
-import { addLogFields } from './common-middleware.js';
+import { addLogFields, sendJson } from './common-middleware.js';
+import { answerError } from './error-handler.js';
 import {
   BadRequestError,
   HttpError,
@@ -40,13 +41,25 @@ const OUTCOME_BY_STATUS: Readonly<Record<number, DeliveryOutcome>> = {
   503: 'unavailable',
 };
 
+/** A route as plain Node sees it: no Express request or response needed. */
+export type PlainHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+/** The answers, serialised once. */
+const ANSWER = {
+  accepted: JSON.stringify({ received: true, duplicate: false }),
+  duplicate: JSON.stringify({ received: true, duplicate: true }),
+  ignored: JSON.stringify({ received: true, ignored: true }),
+};
+
 /**
  * POST {WEBHOOK_PATH}: raw body → signature → parse → dedupe + enqueue → answer. The answer is
- * sent only once the delivery is in Redis, so a 2xx always means "stored".
+ * sent only once the delivery is in Redis, so a 2xx always means "stored". A plain Node handler
+ * that answers its own errors and never rejects: the receiver calls it before Express for the
+ * exact path (receiver.ts), and Express routes the path's other spellings to it.
  */
-export function webhookRoute(deps: WebhookRouteDeps): RequestHandler {
+export function webhookRoute(deps: WebhookRouteDeps): PlainHandler {
   const attributes = { 'http.request.method': 'POST', 'url.path': deps.config.webhookPath };
-  return (req: Request, res: Response) =>
+  return (req, res) =>
     inServerSpan(`POST ${deps.config.webhookPath}`, attributes, async (span) => {
       try {
         await receive(deps, req, res);
@@ -55,12 +68,16 @@ export function webhookRoute(deps: WebhookRouteDeps): RequestHandler {
         const status = error instanceof HttpError ? error.status : 500;
         span?.setAttribute('http.response.status_code', status);
         deps.metrics.deliveries.inc({ outcome: OUTCOME_BY_STATUS[status] ?? 'error', event: '' });
-        throw error;
+        answerError(res, error, deps.logger);
       }
     });
 }
 
-async function receive(deps: WebhookRouteDeps, req: Request, res: Response): Promise<void> {
+async function receive(
+  deps: WebhookRouteDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const { config, metrics } = deps;
   const body = await readRawBody(req, res, config.maxBodyBytes);
   const now = Date.now() / 1000;
@@ -87,7 +104,7 @@ async function receive(deps: WebhookRouteDeps, req: Request, res: Response): Pro
     // logged so a new provider event is noticed.
     deps.logger.warn({ event: parsed.event, id: parsed.id }, 'ignored unknown event');
     metrics.deliveries.inc({ outcome: 'ignored', event: '' });
-    res.status(200).json({ received: true, ignored: true });
+    sendJson(res, 200, ANSWER.ignored);
     return;
   }
 
@@ -124,5 +141,6 @@ async function receive(deps: WebhookRouteDeps, req: Request, res: Response): Pro
     jobId: result.jobId,
     duplicate: result.duplicate,
   });
-  res.status(result.duplicate ? 200 : 202).json({ received: true, duplicate: result.duplicate });
+  if (result.duplicate) sendJson(res, 200, ANSWER.duplicate);
+  else sendJson(res, 202, ANSWER.accepted);
 }

@@ -74,7 +74,7 @@ export async function startTestPipeline(
     audioDir,
     post(body) {
       const { raw, headers } = signed(body);
-      return request(receiver.app).post('/webhooks').set(headers).send(raw);
+      return request(receiver.listener).post('/webhooks').set(headers).send(raw);
     },
     settled(dataId) {
       const known = outcomes.get(dataId);

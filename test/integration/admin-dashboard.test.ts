@@ -57,7 +57,7 @@ async function dashboardWithFailedJob(readOnly: boolean): Promise<Dashboard> {
   await pipeline.post(delivery).expect(202);
   expect(await pipeline.settled('item-404')).toMatchObject({ state: 'failed' });
   const [failed] = await pipeline.receiver.queue.getFailed();
-  const server = await serve(pipeline.receiver.app, 0, '127.0.0.1');
+  const server = await serve(pipeline.receiver.listener, 0, '127.0.0.1');
   return {
     pipeline,
     server,
@@ -150,8 +150,8 @@ describe('without a browser', () => {
   it('is not mounted when ADMIN_PASSWORD is unset', async () => {
     const receiver = await createTestReceiver();
     try {
-      await request(receiver.app).get(ADMIN_PATH).expect(404);
-      await request(receiver.app).get(ADMIN_PATH).set('Authorization', auth).expect(404);
+      await request(receiver.listener).get(ADMIN_PATH).expect(404);
+      await request(receiver.listener).get(ADMIN_PATH).set('Authorization', auth).expect(404);
     } finally {
       await receiver.close();
     }
@@ -170,16 +170,16 @@ describe('without a browser', () => {
       { logger: createLogger('info', sink) },
     );
     try {
-      const missing = await request(receiver.app).get(ADMIN_PATH).expect(401);
+      const missing = await request(receiver.listener).get(ADMIN_PATH).expect(401);
       expect(missing.headers['www-authenticate']).toMatch(/^Basic realm=/);
       const wrongPassword = 'Tr0ub4dor&3-not-it';
-      const wrong = await request(receiver.app)
+      const wrong = await request(receiver.listener)
         .get(ADMIN_PATH)
         .auth('admin', wrongPassword)
         .expect(401);
       expect(wrong.headers['www-authenticate']).toMatch(/^Basic realm=/);
-      await request(receiver.app).get(ADMIN_PATH).auth('root', PASSWORD).expect(401);
-      await request(receiver.app).get(ADMIN_PATH).set('Authorization', auth).expect(200);
+      await request(receiver.listener).get(ADMIN_PATH).auth('root', PASSWORD).expect(401);
+      await request(receiver.listener).get(ADMIN_PATH).set('Authorization', auth).expect(200);
 
       const failures = lines.filter((line) => line.includes('dashboard login failed'));
       // The bare request is the browser's usual first try (logged at debug only).
@@ -203,11 +203,11 @@ describe('without a browser', () => {
     try {
       const attempt = async () => {
         const started = performance.now();
-        await request(receiver.app).get(ADMIN_PATH).auth('admin', 'guess').expect(401);
+        await request(receiver.listener).get(ADMIN_PATH).auth('admin', 'guess').expect(401);
         return performance.now() - started;
       };
       // Requests without credentials (a browser's first try at each path) are never slowed.
-      for (let i = 0; i < 10; i++) await request(receiver.app).get(ADMIN_PATH).expect(401);
+      for (let i = 0; i < 10; i++) await request(receiver.listener).get(ADMIN_PATH).expect(401);
       for (let i = 0; i < 5; i++) await attempt();
       // The 6th waits 0.5 s, the 7th 1 s: a guesser gets a few hundred tries an hour, not millions.
       expect(await attempt()).toBeGreaterThanOrEqual(450);

@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { Pool } from 'undici';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { createTestReceiver, signed, type TestReceiver } from '../helpers/test-receiver';
@@ -10,7 +10,7 @@ let pool: Pool;
 
 beforeAll(async () => {
   receiver = await createTestReceiver();
-  server = receiver.app.listen(0, '127.0.0.1');
+  server = createServer(receiver.listener).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   pool = new Pool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, {
     connections: 100,

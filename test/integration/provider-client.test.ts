@@ -219,7 +219,7 @@ it('4. a revoked key is never used again once recorded; the next takes over; non
     QUEUE_PREFIX: prefix,
   });
   cleanups.push(() => pipeline.close());
-  const server = await serve(pipeline.receiver.app, webhookPort, '127.0.0.1');
+  const server = await serve(pipeline.receiver.listener, webhookPort, '127.0.0.1');
   cleanups.push(() => server.close());
   const both = await client([sbx.info.key, second]);
   await both.tts({ text: 'before', voice: 'alloy' });

@@ -26,7 +26,7 @@ let receiver: TestReceiver;
 let server: Awaited<ReturnType<typeof serve>>;
 beforeAll(async () => {
   receiver = await createTestReceiver({ WEBHOOK_SECRETS: 'whsec_from_the_readme' });
-  server = await serve(receiver.app, 0, '127.0.0.1');
+  server = await serve(receiver.listener, 0, '127.0.0.1');
 });
 afterAll(async () => {
   await server.close();

@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { runCli } from '../../src/cli/main';
 import { createRevocationRegistry } from '../../src/records/revocation-registry';
 import { createFailureLog } from '../../src/records/failure-log';
@@ -102,7 +102,7 @@ describe('send', () => {
   );
 
   it('signs like the provider: the receiver accepts it, then calls it a duplicate', async () => {
-    server = p.receiver.app.listen(0, '127.0.0.1');
+    server = createServer(p.receiver.listener).listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`;
     const first = await p.cli('send', 'key.revoked', '--url', url, '--id', 'k1');
@@ -125,7 +125,7 @@ describe('send', () => {
   });
 
   it('an unreachable URL is one line and exit 1', async () => {
-    server = p.receiver.app.listen(0, '127.0.0.1');
+    server = createServer(p.receiver.listener).listen(0, '127.0.0.1');
     const { code, stdout, stderr } = await p.cli(
       'send',
       'audio.ready',

@@ -91,7 +91,7 @@ it('deliveries are accepted and deduplicated across connections, processed into 
     );
     const post = (receiver: Receiver, body: unknown) => {
       const { raw, headers } = signed(body);
-      return request(receiver.app).post('/webhooks').set(headers).send(raw);
+      return request(receiver.listener).post('/webhooks').set(headers).send(raw);
     };
 
     // The same item through all three connections at once: one job.
@@ -155,7 +155,7 @@ it('the sandbox and the provider client run on the Cluster too', async () => {
     testConfig({ REDIS_CLUSTER_NODES: clusterNodes, QUEUE_PREFIX: prefix }),
     createLogger('silent'),
   );
-  const server = await serve(receiver.app, 0, '127.0.0.1');
+  const server = await serve(receiver.listener, 0, '127.0.0.1');
   const sandbox = await startSandboxProcess({
     flags: { 'time-scale': '0.001', 'webhook-url': `http://127.0.0.1:${server.port}/webhooks` },
     env: { WEBHOOK_SECRETS: TEST_SECRET, REDIS_CLUSTER_NODES: clusterNodes },

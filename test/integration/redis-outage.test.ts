@@ -17,7 +17,7 @@ afterEach(async () => {
   await redis.stop();
 });
 
-function post(app: TestReceiver['app'], body: unknown) {
+function post(app: TestReceiver['listener'], body: unknown) {
   const { raw, headers } = signed(body);
   return request(app).post('/webhooks').set(headers).send(raw);
 }
@@ -69,7 +69,7 @@ it('answers 503 when Redis is full (maxmemory, noeviction): storage trouble, not
   await receiver.redis.config('SET', 'maxmemory-policy', 'noeviction');
   await receiver.redis.config('SET', 'maxmemory', '1');
   try {
-    const res = await post(receiver.app, sampleDelivery('key.revoked'));
+    const res = await post(receiver.listener, sampleDelivery('key.revoked'));
     expect(res.status).toBe(503);
     expect(res.headers['retry-after']).toMatch(/^\d+$/);
   } finally {

@@ -33,7 +33,7 @@ afterAll(async () => {
   await primary.stop();
 });
 
-function post(app: TestReceiver['app'], body: unknown) {
+function post(app: TestReceiver['listener'], body: unknown) {
   const { raw, headers } = signed(body);
   return request(app).post('/webhooks').set(headers).send(raw);
 }
@@ -72,14 +72,14 @@ describe('REDIS_WAIT_REPLICAS', () => {
     const delivery = sampleDelivery('key.revoked');
     replica.freeze();
     try {
-      const res = await post(receiver.app, delivery);
+      const res = await post(receiver.listener, delivery);
       expect(res.status).toBe(503);
       expect(res.headers['retry-after']).toMatch(/^\d+$/);
     } finally {
       replica.thaw();
     }
     // The write reached the primary: the provider's retry is recognised, not stored twice.
-    const again = await post(receiver.app, delivery);
+    const again = await post(receiver.listener, delivery);
     expect(again.status).toBe(200);
     expect(again.body).toEqual({ received: true, duplicate: true });
   });
@@ -93,8 +93,8 @@ describe('REDIS_SENTINELS', () => {
         REDIS_URL: 'redis://127.0.0.1:1', // only credentials would come from here
         REDIS_SENTINELS: `127.0.0.1:${sentinel.port}`,
       });
-      await post(receiver.app, sampleDelivery('key.revoked')).expect(202);
-      const ready = await request(receiver.app).get('/readyz').expect(200);
+      await post(receiver.listener, sampleDelivery('key.revoked')).expect(202);
+      const ready = await request(receiver.listener).get('/readyz').expect(200);
       expect(ready.body).toEqual({
         status: 'ready',
         redis: { topology: 'sentinel', primary: `127.0.0.1:${primary.port}` },

@@ -47,7 +47,7 @@ async function deliveries(sbx: SandboxProcess, query = ''): Promise<Delivery[]> 
 /** An in-process receiver on a loopback port: its config is the test's to choose. */
 async function receiverOn(port: number, env: Record<string, string>): Promise<TestReceiver> {
   const receiver = await createTestReceiver(env);
-  const server = await serve(receiver.app, port, '127.0.0.1');
+  const server = await serve(receiver.listener, port, '127.0.0.1');
   cleanups.push(async () => {
     await server.close();
     await receiver.close();

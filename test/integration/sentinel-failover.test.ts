@@ -65,7 +65,7 @@ async function failoverUnderLoad(waitReplicas: number): Promise<Outcome> {
       while (Date.now() < stopAt) {
         const delivery = sampleDelivery('audio.failed');
         const { raw, headers } = signed(delivery);
-        const res = await request(receiver.app).post('/webhooks').set(headers).send(raw);
+        const res = await request(receiver.listener).post('/webhooks').set(headers).send(raw);
         if (res.status === 202) {
           accepted.push((delivery.data as { id: string }).id);
           if (killedAt > 0 && firstOkAfterKill === 0) firstOkAfterKill = Date.now();

@@ -35,7 +35,7 @@ afterEach(() => receiver.close());
 
 function post(body: unknown, options: { secret?: string; timestamp?: number } = {}) {
   const { raw, headers } = signed(body, options);
-  return request(receiver.app).post('/webhooks').set(headers).send(raw);
+  return request(receiver.listener).post('/webhooks').set(headers).send(raw);
 }
 
 async function jobs() {
@@ -79,7 +79,7 @@ describe('POST /webhooks', () => {
 
   it('accepts a charset parameter on the content type', async () => {
     const { raw, headers } = signed(sampleDelivery('key.revoked'));
-    await request(receiver.app)
+    await request(receiver.listener)
       .post('/webhooks')
       .set({ ...headers, 'content-type': 'Application/JSON; charset=utf-8' })
       .send(raw)
@@ -109,7 +109,9 @@ describe('POST /webhooks', () => {
       ],
     ])('%s signature', async (_name, makeSignature, detail, reason) => {
       const signature = makeSignature();
-      const req = request(receiver.app).post('/webhooks').set('content-type', 'application/json');
+      const req = request(receiver.listener)
+        .post('/webhooks')
+        .set('content-type', 'application/json');
       if (signature !== undefined) req.set('x-service-signature', signature);
       const res = await req.send(raw).expect(401);
       expect(res.body).toEqual({ detail: expect.stringMatching(detail) });
@@ -121,7 +123,7 @@ describe('POST /webhooks', () => {
 
     it('a tampered body', async () => {
       const { headers } = signed(delivery);
-      await request(receiver.app)
+      await request(receiver.listener)
         .post('/webhooks')
         .set(headers)
         .send(raw.replace('key-1', 'key-2'))
@@ -159,7 +161,7 @@ describe('POST /webhooks', () => {
     '415: Content-Type %s',
     async (type) => {
       const { raw, headers } = signed(sampleDelivery('key.revoked'));
-      const res = await request(receiver.app)
+      const res = await request(receiver.listener)
         .post('/webhooks')
         .set({ ...headers, 'content-type': type })
         .send(raw)
@@ -169,7 +171,7 @@ describe('POST /webhooks', () => {
   );
 
   it('415: no Content-Type at all', async () => {
-    await request(receiver.app).post('/webhooks').send(Buffer.from('{}')).expect(415);
+    await request(receiver.listener).post('/webhooks').send(Buffer.from('{}')).expect(415);
   });
 
   it('413: body over MAX_BODY_BYTES, declared or streamed', async () => {
@@ -179,7 +181,7 @@ describe('POST /webhooks', () => {
 
     // No Content-Length: the limit must hold while streaming, too.
     const { raw, headers } = signed(big);
-    const server = receiver.app.listen(0, '127.0.0.1');
+    const server = http.createServer(receiver.listener).listen(0, '127.0.0.1');
     await once(server, 'listening');
     try {
       const { port } = server.address() as AddressInfo;
@@ -205,7 +207,7 @@ describe('POST /webhooks', () => {
   it.each([['get'], ['put'], ['delete'], ['patch']] as const)(
     '405: %s with Allow: POST',
     async (method) => {
-      const res = await request(receiver.app)[method]('/webhooks').expect(405);
+      const res = await request(receiver.listener)[method]('/webhooks').expect(405);
       expect(res.headers.allow).toBe('POST');
       expect(res.body).toEqual({ detail: expect.any(String) });
     },
@@ -213,8 +215,8 @@ describe('POST /webhooks', () => {
 
   it('never logs the signature', async () => {
     const { raw, headers } = signed(sampleDelivery('key.revoked'));
-    await request(receiver.app).post('/webhooks').set(headers).send(raw).expect(202);
-    await request(receiver.app)
+    await request(receiver.listener).post('/webhooks').set(headers).send(raw).expect(202);
+    await request(receiver.listener)
       .post('/webhooks')
       .set(headers)
       .set('content-type', 'text/plain')
@@ -266,7 +268,7 @@ describe('hostile input (regressions)', () => {
     let server: Awaited<ReturnType<typeof serve>>;
     let socket: Socket;
     beforeEach(async () => {
-      server = await serve(receiver.app, 0, '127.0.0.1');
+      server = await serve(receiver.listener, 0, '127.0.0.1');
       socket = connect(server.port, '127.0.0.1');
       await once(socket, 'connect');
     });
@@ -313,9 +315,9 @@ describe('hostile input (regressions)', () => {
   });
 
   it('logs probes at debug and a client error without a stack', async () => {
-    await request(receiver.app).get('/healthz').expect(200);
-    await request(receiver.app).get('/metrics').expect(200);
-    await request(receiver.app).get('/webhooks').expect(405);
+    await request(receiver.listener).get('/healthz').expect(200);
+    await request(receiver.listener).get('/metrics').expect(200);
+    await request(receiver.listener).get('/webhooks').expect(405);
     await post('not json').expect(400);
     const lines = logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
     const byUrl = (url: string) =>
@@ -357,9 +359,9 @@ describe('secret rotation and clock skew, seen in /metrics', () => {
 
 describe('other routes', () => {
   it('GET /healthz and /readyz answer 200 with Redis up', async () => {
-    await request(receiver.app).get('/healthz').expect(200, { status: 'ok' });
+    await request(receiver.listener).get('/healthz').expect(200, { status: 'ok' });
     const port = new URL(process.env.REDIS_URL ?? '').port;
-    const res = await request(receiver.app).get('/readyz').expect(200);
+    const res = await request(receiver.listener).get('/readyz').expect(200);
     expect(res.body).toEqual({
       status: 'ready',
       redis: { topology: 'single', primary: expect.stringMatching(new RegExp(`:${port}$`)) },
@@ -377,7 +379,7 @@ describe('other routes', () => {
 
   it('GET /metrics is Prometheus text with the delivery metrics', async () => {
     await post(sampleDelivery('key.revoked')).expect(202);
-    const res = await request(receiver.app).get('/metrics').expect(200);
+    const res = await request(receiver.listener).get('/metrics').expect(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain/);
     expect(res.text).toMatch(
       /webhook_deliveries_total\{outcome="accepted",event="key.revoked"\} 1/,
@@ -390,9 +392,9 @@ describe('other routes', () => {
   it('a scrape asks Redis for the queue counts once, for both queue gauges', async () => {
     const counts = jest.spyOn(receiver.queue, 'getJobCounts');
     try {
-      await request(receiver.app).get('/metrics').expect(200);
+      await request(receiver.listener).get('/metrics').expect(200);
       expect(counts).toHaveBeenCalledTimes(1);
-      await request(receiver.app).get('/metrics').expect(200);
+      await request(receiver.listener).get('/metrics').expect(200);
       expect(counts).toHaveBeenCalledTimes(2);
     } finally {
       counts.mockRestore();
@@ -400,8 +402,77 @@ describe('other routes', () => {
   });
 
   it('unknown paths get a JSON 404; helmet headers are on; x-powered-by is off', async () => {
-    const res = await request(receiver.app).get('/nope').expect(404, { detail: 'not found' });
+    const res = await request(receiver.listener).get('/nope').expect(404, { detail: 'not found' });
     expect(res.headers['x-powered-by']).toBeUndefined();
     expect(res.headers['x-content-type-options']).toBe('nosniff');
+  });
+});
+
+describe('the fast path for POST /webhooks', () => {
+  /** Status, body and every header but the per-request ones, as a client sees them. */
+  const seen = (res: request.Response) => {
+    const { date: _date, 'x-request-id': _id, ...headers } = res.headers;
+    return { status: res.status, body: res.text, headers };
+  };
+  /** Each case runs once per path; `round` keeps the two paths' item ids apart. */
+  const cases: [string, (target: TestReceiver['listener'], round: string) => request.Test][] = [
+    ['accepted', (t, round) => sendSigned(t, sampleDelivery('audio.ready', { id: round }))],
+    ['duplicate', (t, round) => sendSigned(t, sampleDelivery('audio.ready', { id: round }))],
+    ['ignored', (t) => sendSigned(t, { ...sampleDelivery('key.revoked'), event: 'voice.new' })],
+    [
+      'bad signature',
+      (t) => sendSigned(t, sampleDelivery('key.revoked'), { secret: 'whsec_someone_else' }),
+    ],
+    ['not JSON', (t) => request(t).post('/webhooks').set('content-type', 'text/plain').send('x')],
+    [
+      'too large',
+      (t) => sendSigned(t, { ...sampleDelivery('key.revoked'), pad: 'x'.repeat(4096) }),
+    ],
+  ];
+  const sendSigned = (
+    target: TestReceiver['listener'],
+    body: unknown,
+    options: { secret?: string } = {},
+  ) => {
+    const { raw, headers } = signed(body, options);
+    return request(target).post('/webhooks').set(headers).send(raw);
+  };
+
+  it('answers with the same status, headers and bytes as the Express route', async () => {
+    // The same receiver (same Redis prefix): each case goes to Express, then to the fast path.
+    const express = receiver.app as unknown as TestReceiver['listener'];
+    for (const [name, send] of cases) {
+      const viaExpress = seen(await send(express, 'express'));
+      const viaFastPath = seen(await send(receiver.listener, 'fast'));
+      expect({ name, ...viaFastPath }).toEqual({ name, ...viaExpress });
+    }
+  });
+
+  it('logs the same one line per request as the Express route', async () => {
+    for (const target of [receiver.app as unknown as TestReceiver['listener'], receiver.listener])
+      await request(target)
+        .post('/webhooks')
+        .set('x-request-id', 'same-line')
+        .set('content-type', 'text/plain')
+        .send('x')
+        .expect(415);
+    const lines = logLines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => (line.req as { id?: string } | undefined)?.id === 'same-line')
+      .map(({ time: _time, responseTime: _rt, ...line }) => line);
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toEqual(lines[0]);
+  });
+
+  it('leaves the path’s other spellings and methods to Express', async () => {
+    await sendSigned(receiver.listener, sampleDelivery('key.revoked')).expect(202);
+    const { raw, headers } = signed(sampleDelivery('key.revoked'));
+    await request(receiver.listener).post('/webhooks/').set(headers).send(raw).expect(202);
+    await request(receiver.listener)
+      .post('/webhooks?source=dashboard')
+      .set(headers)
+      .send(raw)
+      .expect(200);
+    await request(receiver.listener).get('/webhooks').expect(405);
   });
 });

@@ -76,7 +76,7 @@ it('a worker killed with SIGKILL mid-download: a new worker completes the job an
   const { raw, headers } = signed(
     sampleDelivery('audio.ready', { id: 'big', data: { audio_url: `${cdn.origin}/big.mp3` } }),
   );
-  await request(receiver.app).post('/webhooks').set(headers).send(raw).expect(202);
+  await request(receiver.listener).post('/webhooks').set(headers).send(raw).expect(202);
   await fileAppears(audioDir, (name) => name.startsWith('.partial-'));
   first.child.kill('SIGKILL');
   await first.exited;

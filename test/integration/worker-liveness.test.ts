@@ -35,7 +35,7 @@ afterEach(async () => {
 
 const post = (body: unknown) => {
   const { raw, headers } = signed(body);
-  return request(receiver.app).post('/webhooks').set(headers).send(raw);
+  return request(receiver.listener).post('/webhooks').set(headers).send(raw);
 };
 
 it('a worker whose job never settles fails its liveness probe with the reason, and recovers when it does', async () => {
