@@ -1,5 +1,7 @@
 import autocannon from 'autocannon';
 import { randomUUID } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { Pool } from 'undici';
 import { sampleDelivery } from '../src/webhooks/sample-delivery.js';
 import { signPayload } from '../src/webhooks/sign-payload.js';
 import { BENCH_SECRET } from './lib.js';
@@ -22,13 +24,6 @@ export interface LoadResult {
 export interface LoadOptions {
   readonly connections: number;
   readonly durationSeconds: number;
-  /**
-   * Requests per second across all connections (autocannon's overallRate): a fixed arrival rate,
-   * as a provider sends, instead of "as fast as answers come back". Each connection still waits
-   * for its answer, so a stall longer than connections/rate delays later requests too (some
-   * coordinated omission remains); 200 connections at 1,000/s leave 200 ms of slack.
-   */
-  readonly overallRate?: number;
 }
 
 /**
@@ -37,7 +32,7 @@ export interface LoadOptions {
  */
 export async function runLoad(
   url: string,
-  { connections, durationSeconds, overallRate }: LoadOptions,
+  { connections, durationSeconds }: LoadOptions,
 ): Promise<LoadResult> {
   const acceptedIds: string[] = [];
   const run = autocannon({
@@ -45,7 +40,6 @@ export async function runLoad(
     connections,
     duration: durationSeconds,
     timeout: 10,
-    ...(overallRate === undefined ? {} : { overallRate }),
     requests: [
       {
         method: 'POST',
@@ -81,6 +75,96 @@ export async function runLoad(
     errors: result.errors,
     timeouts: result.timeouts,
     total: result.requests.total,
+    acceptedIds,
+  };
+}
+
+/** The value below which `share` of the sorted `values` lie. */
+function percentile(sorted: readonly number[], share: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * share))] ?? NaN;
+}
+
+/**
+ * Open loop at a constant arrival rate: delivery i is due at start + i / rate, evenly spaced (a
+ * provider's deliveries arrive on their own schedule, not when answers come back), and its
+ * latency is measured from when it was due, so a stall counts for every delivery it delayed (no
+ * coordinated omission). autocannon's overallRate is not this: it lets each connection send its
+ * whole second's share at once, in a burst at the top of every second. Bodies are signed before
+ * the clock starts, so the generator does little but send.
+ */
+export async function runOpenLoop(
+  url: string,
+  {
+    connections,
+    durationSeconds,
+    rate,
+  }: { connections: number; durationSeconds: number; rate: number },
+): Promise<LoadResult> {
+  const target = new URL(url);
+  const total = Math.round(rate * durationSeconds);
+  const deliveries = Array.from({ length: total }, () => {
+    const id = randomUUID();
+    const body = JSON.stringify(sampleDelivery('audio.ready', { id }));
+    const headers = {
+      'content-type': 'application/json',
+      'x-service-signature': signPayload(body, BENCH_SECRET),
+    };
+    return { id, body, headers };
+  });
+  const pool = new Pool(target.origin, {
+    connections,
+    headersTimeout: 10_000,
+    bodyTimeout: 10_000,
+  });
+  const latencies: number[] = [];
+  const acceptedIds: string[] = [];
+  let non2xx = 0;
+  let errors = 0;
+  const inFlight: Promise<void>[] = [];
+  const send = (i: number, due: number) => {
+    const delivery = deliveries[i];
+    if (delivery === undefined) return;
+    const { id, body, headers } = delivery;
+    inFlight.push(
+      pool.request({ method: 'POST', path: target.pathname, headers, body }).then(
+        async (res) => {
+          await res.body.dump();
+          latencies.push(performance.now() - due);
+          if (res.statusCode >= 200 && res.statusCode < 300) acceptedIds.push(id);
+          else non2xx++;
+        },
+        () => {
+          errors++;
+        },
+      ),
+    );
+  };
+  const started = performance.now();
+  const interval = 1000 / rate;
+  for (let next = 0; next < total;) {
+    const now = performance.now();
+    while (next < total && started + next * interval <= now) {
+      send(next, started + next * interval);
+      next++;
+    }
+    // Yields to the event loop (answers are read meanwhile) without a timer's 1 ms granularity.
+    await nextTurn();
+  }
+  await Promise.all(inFlight);
+  const seconds = (performance.now() - started) / 1000;
+  await pool.close();
+  latencies.sort((a, b) => a - b);
+  const round = (ms: number) => Math.round(ms * 10) / 10;
+  return {
+    requestsPerSecond: Math.round(total / seconds),
+    acceptedPerSecond: Math.round(acceptedIds.length / seconds),
+    p50Ms: round(percentile(latencies, 0.5)),
+    p99Ms: round(percentile(latencies, 0.99)),
+    p999Ms: round(percentile(latencies, 0.999)),
+    non2xx,
+    errors,
+    timeouts: 0,
+    total,
     acceptedIds,
   };
 }

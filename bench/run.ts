@@ -16,7 +16,7 @@ import { runBreakdown } from './breakdown.js';
 import { runEndToEnd, sweepConcurrency } from './end-to-end.js';
 import { runSandboxEndToEnd } from './sandbox-end-to-end.js';
 import { runLimiterCost, runRevocationStaleness, runUtilisation } from './limiter.js';
-import { runLoad, type LoadResult } from './ingestion.js';
+import { runLoad, runOpenLoop, type LoadResult } from './ingestion.js';
 import { cpusInQuota } from '../src/config/cpu-quota.js';
 import { BENCH_SECRET, cpuSecondsOf, forkBaseline, ratio, spawnService, stop } from './lib.js';
 import { countLost } from './verify-stored.js';
@@ -52,9 +52,9 @@ async function measure(name: string, url: string, pid?: number): Promise<Measure
 /** Open loop: a constant OPEN_LOOP_RATE deliveries/s for OPEN_LOOP_SECONDS, after a warm-up. */
 async function measureAtRate(name: string, url: string): Promise<LoadResult> {
   process.stderr.write(`latency ${name}: ${OPEN_LOOP_RATE}/s for ${OPEN_LOOP_SECONDS} s\n`);
-  const options = { connections: OPEN_LOOP_CONNECTIONS, overallRate: OPEN_LOOP_RATE };
-  await runLoad(url, { ...options, durationSeconds: WARMUP_SECONDS });
-  return runLoad(url, { ...options, durationSeconds: OPEN_LOOP_SECONDS });
+  const options = { connections: OPEN_LOOP_CONNECTIONS, rate: OPEN_LOOP_RATE };
+  await runOpenLoop(url, { ...options, durationSeconds: WARMUP_SECONDS });
+  return runOpenLoop(url, { ...options, durationSeconds: OPEN_LOOP_SECONDS });
 }
 
 async function ingestion(redisUrl: string, redis: Redis) {
