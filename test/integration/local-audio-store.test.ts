@@ -34,6 +34,15 @@ it('writes exactly the bytes it was given, whatever the chunking across 1 MB bat
   );
 });
 
+it('writes a file larger than the background flush interval (8 MB) intact', async () => {
+  const data = randomBytes(20_000_000);
+  const dir = fresh();
+  const store = await createLocalAudioStore(dir);
+  await store.write('big.bin', chunked(data, Array.from({ length: 400 }, () => 50_000)));
+  expect(readFileSync(join(dir, 'big.bin')).equals(data)).toBe(true);
+  expect(readdirSync(dir)).toEqual(['big.bin']);
+});
+
 it('a failing source leaves neither the final file nor a temp file', async () => {
   const dir = fresh();
   const store = await createLocalAudioStore(dir);
