@@ -18,6 +18,7 @@ import { runSandboxEndToEnd } from './sandbox-end-to-end.js';
 import { runLimiterCost, runRevocationStaleness, runUtilisation } from './limiter.js';
 import { runLoad, runOpenLoop, type LoadResult } from './ingestion.js';
 import { cpusInQuota } from '../src/config/cpu-quota.js';
+import { SETTINGS } from '../src/config/settings.js';
 import { BENCH_SECRET, cpuSecondsOf, forkBaseline, ratio, spawnService, stop } from './lib.js';
 import { countLost } from './verify-stored.js';
 
@@ -25,8 +26,8 @@ const CONNECTIONS = 50;
 const WARMUP_SECONDS = 3;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 
-/** CONTRACT.md's default for WORKER_CONCURRENCY. */
-const DEFAULT_WORKER_CONCURRENCY = 8;
+/** WORKER_CONCURRENCY's default (CONTRACT.md's). */
+const DEFAULT_WORKER_CONCURRENCY = Number(SETTINGS.WORKER_CONCURRENCY.default);
 
 const OPEN_LOOP_RATE = 1000;
 const OPEN_LOOP_SECONDS = 20;
