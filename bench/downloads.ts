@@ -1,9 +1,9 @@
 import { execFile, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { request } from 'undici';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
@@ -50,6 +50,8 @@ async function curlSeconds(cdn: LocalCdn, urls: string[]): Promise<number | unde
   } catch (error: unknown) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
+  } finally {
+    rmSync(dirname(caFile), { recursive: true, force: true });
   }
   return (performance.now() - started) / 1000;
 }

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
@@ -103,6 +103,9 @@ export async function runEndToEnd(
   await Promise.all(service.map(stop));
 
   const files = readdirSync(audioDir);
+  // Gone before the next run: their dirty pages would otherwise be written back during it.
+  rmSync(audioDir, { recursive: true, force: true });
+  rmSync(caFile, { force: true });
   return {
     deliveries: total,
     duplicates: total - unique,

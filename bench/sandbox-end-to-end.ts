@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../test/helpers/private-redis.js';
@@ -78,6 +78,8 @@ export async function runSandboxEndToEnd(
   await Promise.all(service.map(stop));
   await sandbox.stop();
   const files = readdirSync(audioDir);
+  // Gone before the next run: their dirty pages would otherwise be written back during it.
+  rmSync(audioDir, { recursive: true, force: true });
   const attempts = deliveries.reduce((sum, d) => sum + d.attempts.length, 0);
   return {
     items,
