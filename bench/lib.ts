@@ -116,3 +116,25 @@ export function cpuSecondsOf(pid: number | undefined): number {
   const ticksPerSecond = 100; // USER_HZ on Linux
   return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
 }
+
+/** The machine's busy and total CPU time so far, from /proc/stat (Linux), in ticks. */
+function machineTicks(): { busy: number; total: number } {
+  const fields = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '')
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const total = fields.reduce((sum, n) => sum + n, 0);
+  // idle and iowait
+  const idle = (fields[3] ?? 0) + (fields[4] ?? 0);
+  return { busy: total - idle, total };
+}
+
+/** Runs `fn` and tells how busy the whole machine was meanwhile (0–1, all cores). */
+export async function withMachineLoad<T>(fn: () => Promise<T>): Promise<[T, number]> {
+  const before = machineTicks();
+  const result = await fn();
+  const after = machineTicks();
+  const busy = (after.busy - before.busy) / Math.max(1, after.total - before.total);
+  return [result, Math.round(busy * 100) / 100];
+}

@@ -19,7 +19,15 @@ import { runLimiterCost, runRevocationStaleness, runUtilisation } from './limite
 import { runLoad, runOpenLoop, type LoadResult } from './ingestion.js';
 import { cpusInQuota } from '../src/config/cpu-quota.js';
 import { SETTINGS } from '../src/config/settings.js';
-import { BENCH_SECRET, cpuSecondsOf, forkBaseline, ratio, spawnService, stop } from './lib.js';
+import {
+  BENCH_SECRET,
+  cpuSecondsOf,
+  forkBaseline,
+  ratio,
+  spawnService,
+  stop,
+  withMachineLoad,
+} from './lib.js';
 import { countLost } from './verify-stored.js';
 
 const CONNECTIONS = 50;
@@ -74,7 +82,9 @@ async function ingestion(redisUrl: string, redis: Redis) {
   const one = { ...env, ROLE: 'web', WEB_CONCURRENCY: '1' };
 
   const receiver = await spawnService({ ...one, QUEUE_PREFIX: 'bench-a' });
-  const a = await measure('(a) receiver', url, receiver.pid).finally(() => stop(receiver));
+  const [a, busyWithOne] = await withMachineLoad(() =>
+    measure('(a) receiver', url, receiver.pid),
+  ).finally(() => stop(receiver));
   const lost = await countLost(redis, 'bench-a', a.acceptedIds);
   const empty = await forkBaseline('empty-receiver', env);
   const b = await measure('(b) empty baseline', url, empty.pid).finally(() => stop(empty));
@@ -92,7 +102,9 @@ async function ingestion(redisUrl: string, redis: Redis) {
   // All cores: WEB_CONCURRENCY=auto (the CPUs in this container's quota) against one process.
   const processes = cpusInQuota();
   const many = await spawnService({ ...env, ROLE: 'web', QUEUE_PREFIX: 'bench-n' });
-  const n = await measure(`receiver, ${processes} processes`, url).finally(() => stop(many));
+  const [n, busyWithMany] = await withMachineLoad(() =>
+    measure(`receiver, ${processes} processes`, url),
+  ).finally(() => stop(many));
 
   const strip = <T extends LoadResult>({ acceptedIds: _, ...rest }: T) => rest;
   return {
@@ -110,7 +122,13 @@ async function ingestion(redisUrl: string, redis: Redis) {
       a: strip(rateA),
       c: strip(rateC),
     },
-    cluster: { processes, one: a.acceptedPerSecond, many: n.acceptedPerSecond },
+    cluster: {
+      processes,
+      one: a.acceptedPerSecond,
+      many: n.acceptedPerSecond,
+      busyWithOne,
+      busyWithMany,
+    },
   };
 }
 
@@ -322,7 +340,7 @@ function table(
     '',
     `## All cores: WEB_CONCURRENCY=${ingest.cluster.processes} against 1`,
     '',
-    `${ingest.cluster.many}/s against ${ingest.cluster.one}/s: ratio ${results.ingestion.clusterRatio} (the load generator and Redis share the same cores)`,
+    `${ingest.cluster.many}/s against ${ingest.cluster.one}/s: ratio ${results.ingestion.clusterRatio}; the whole machine (receivers, the load generator, Redis) was ${Math.round(ingest.cluster.busyWithOne * 100)} % busy with one process, ${Math.round(ingest.cluster.busyWithMany * 100)} % with ${ingest.cluster.processes}`,
     '',
     '## End to end',
     '',
