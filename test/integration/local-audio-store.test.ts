@@ -38,7 +38,13 @@ it('writes a file larger than the background flush interval (8 MB) intact', asyn
   const data = randomBytes(20_000_000);
   const dir = fresh();
   const store = await createLocalAudioStore(dir);
-  await store.write('big.bin', chunked(data, Array.from({ length: 400 }, () => 50_000)));
+  await store.write(
+    'big.bin',
+    chunked(
+      data,
+      Array.from({ length: 400 }, () => 50_000),
+    ),
+  );
   expect(readFileSync(join(dir, 'big.bin')).equals(data)).toBe(true);
   expect(readdirSync(dir)).toEqual(['big.bin']);
 });
