@@ -45,7 +45,7 @@ export async function serve(
   port: number,
   host: string,
 ): Promise<RunningServer> {
-  const server = createServer(app);
+  const server = createServer();
   deferContinue(server);
   server.keepAliveTimeout = SERVER_TIMEOUTS.keepAliveMs;
   server.headersTimeout = SERVER_TIMEOUTS.headersMs;
@@ -53,15 +53,18 @@ export async function serve(
 
   const inFlight = new Set<ServerResponse>();
   let closing = false;
+  // Before the app's own listener: an answer the app writes at once must already say "close".
   server.on('request', (_req, res: ServerResponse) => {
     inFlight.add(res);
-    if (closing) res.setHeader('Connection', 'close');
+    if (closing && !res.headersSent) res.setHeader('Connection', 'close');
     res.on('close', () => {
       inFlight.delete(res);
       // A keep-alive socket that just finished its last answer must not wait for another.
       if (closing) server.closeIdleConnections();
     });
   });
+
+  server.on('request', app);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
