@@ -5,7 +5,7 @@
  *   const keys = createRevocationRegistry(redis, process.env.QUEUE_PREFIX ?? 'audio-webhooks');
  *   if (await keys.isKeyRevoked(apiKeyId)) throw new Error('API key revoked');
  */
-export { createApp, type AppDeps } from './app.js';
+export { createApp, createRequestListener, type AppDeps } from './app.js';
 export { loadConfig, ConfigError, type Config } from './config.js';
 export {
   createRevocationRegistry,
