@@ -52,7 +52,11 @@ export function createRequestListener(deps: AppDeps): RequestListener {
     if (req.method === 'POST' && (url === path || url.startsWith(withQuery))) {
       setSecurityHeaders(res);
       startRequestLog(deps.logger, req, res);
-      void webhook(req, res);
+      webhook(req, res).catch((error: unknown) => {
+        // The handler answers its own errors; this is for a defect in that answer itself.
+        deps.logger.error({ err: error }, 'unhandled error');
+        res.destroy();
+      });
       return;
     }
     app(req, res);
