@@ -25,6 +25,11 @@ export function runReceiverCluster(config: Config, logger: Logger): void {
   const fork = () => {
     const worker = cluster.fork();
     started.set(worker, { listening: false });
+    // A process that is exiting can fail a message or a signal (EPIPE, ESRCH); its 'exit' says
+    // what happened. Unhandled, that 'error' would bring down the primary with a stack trace.
+    worker.on('error', (error: Error) => {
+      logger.debug({ pid: worker.process.pid, err: error }, 'receiver process unreachable');
+    });
   };
   cluster.on('listening', (worker) => {
     const state = started.get(worker);
@@ -63,7 +68,11 @@ export function runReceiverCluster(config: Config, logger: Logger): void {
   function stopAll() {
     stopping = true;
     for (const worker of started.keys()) {
-      if (worker.isConnected()) worker.send(SHUTDOWN_MESSAGE);
+      if (worker.isConnected())
+        worker.send(SHUTDOWN_MESSAGE, (error: Error | null) => {
+          // Its channel closed on the way (it is exiting already): a signal still reaches it.
+          if (error) worker.process.kill('SIGTERM');
+        });
       else worker.kill('SIGTERM');
     }
     if (started.size === 0) process.exit(exitCode);

@@ -12,6 +12,8 @@ import { createTestReceiver, signed, testConfig } from '../helpers/test-receiver
 // Issue #12, tests 1 and 2: a Sentinel failover under load, with and without WAIT. Every
 // process is the test's own, on loopback.
 const SENDERS = 20;
+/** Each sender's pace: at most 20 × 1,000 / 40 = 500 deliveries a second. */
+const SEND_EVERY_MS = 40;
 const RUN_MS = 15_000;
 /** How long the replicas are held back before the primary dies. */
 const HOLD_MS = Number(process.env.FAILOVER_HOLD_MS ?? 500);
@@ -63,6 +65,7 @@ async function failoverUnderLoad(waitReplicas: number): Promise<Outcome> {
     const stopAt = Date.now() + RUN_MS;
     const senders = Array.from({ length: SENDERS }, async () => {
       while (Date.now() < stopAt) {
+        const sent = Date.now();
         const delivery = sampleDelivery('audio.failed');
         const { raw, headers } = signed(delivery);
         const res = await request(receiver.listener).post('/webhooks').set(headers).send(raw);
@@ -73,6 +76,10 @@ async function failoverUnderLoad(waitReplicas: number): Promise<Outcome> {
           unavailable++;
           await new Promise((resolve) => setTimeout(resolve, 50));
         }
+        // A steady load, not as fast as the receiver answers: what is acknowledged must stay
+        // under the 10,000 completed jobs the queue keeps, which the drain below counts.
+        const pause = SEND_EVERY_MS - (Date.now() - sent);
+        if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
       }
     });
     // Mid-run: the replicas fall ~500 ms behind (the lag a real network has), the primary dies.
