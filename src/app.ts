@@ -31,23 +31,29 @@ export interface AppDeps {
 
 /** Builds the Express app without listening, so supertest and the benchmark can use it as is. */
 export function createApp(deps: AppDeps): Express {
-  return buildApp(deps, webhookHandler(deps));
+  return createHttp(deps).app;
+}
+
+/** The receiver's request listener alone (see createHttp). */
+export function createRequestListener(deps: AppDeps): RequestListener {
+  return createHttp(deps).listener;
 }
 
 /**
- * What the receiver's HTTP server runs: a POST to exactly WEBHOOK_PATH (the provider's every
- * delivery) goes straight to the webhook handler, after the same security headers and log line
- * Express's common middleware gives every other request; everything else, including the path's
- * other spellings Express also routes there (a trailing slash, other letter case), goes through
- * the Express app. Express's routing and response helpers were a tenth of the receiver's CPU per
- * delivery in a profile (docs/performance.md); the answers are the same bytes either way.
+ * The Express app, and what the receiver's HTTP server runs: `listener` sends a POST to exactly
+ * WEBHOOK_PATH (the provider's every delivery) straight to the webhook handler, after the same
+ * security headers and log line Express's common middleware gives every other request; everything
+ * else, including the path's other spellings Express also routes there (a trailing slash, other
+ * letter case), goes through `app`. Express's routing and response helpers were a tenth of the
+ * receiver's CPU per delivery in a profile (docs/performance.md); the answers are the same bytes
+ * either way. Both share one webhook handler.
  */
-export function createRequestListener(deps: AppDeps): RequestListener {
-  const webhook = webhookHandler(deps);
+export function createHttp(deps: AppDeps): { app: Express; listener: RequestListener } {
+  const webhook = webhookRoute({ ...deps, isRedisReady: () => deps.redis.status === 'ready' });
   const app = buildApp(deps, webhook);
   const path = deps.config.webhookPath;
   const withQuery = `${path}?`;
-  return (req, res) => {
+  const listener: RequestListener = (req, res) => {
     const url = req.url ?? '';
     if (req.method === 'POST' && (url === path || url.startsWith(withQuery))) {
       setSecurityHeaders(res);
@@ -61,10 +67,7 @@ export function createRequestListener(deps: AppDeps): RequestListener {
     }
     app(req, res);
   };
-}
-
-function webhookHandler(deps: AppDeps): PlainHandler {
-  return webhookRoute({ ...deps, isRedisReady: () => deps.redis.status === 'ready' });
+  return { app, listener };
 }
 
 function buildApp(deps: AppDeps, webhook: PlainHandler): Express {

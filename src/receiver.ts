@@ -3,7 +3,7 @@ import type { RequestListener } from 'node:http';
 import type { Express } from 'express';
 import type { RedisConnection } from './redis/connections.js';
 import type { Logger } from 'pino';
-import { createApp, createRequestListener } from './app.js';
+import { createHttp } from './app.js';
 import type { Config } from './config.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createDeliveryQueue, type DeliveryQueue } from './queue/delivery-queue.js';
@@ -14,7 +14,7 @@ import { watchRedis } from './redis/watch-redis.js';
 export interface Receiver {
   /** The Express app alone (supertest); `listener` is what the server runs. */
   readonly app: Express;
-  /** The app behind the webhook's fast path (createRequestListener). */
+  /** The app behind the webhook's fast path (createHttp). */
   readonly listener: RequestListener;
   readonly queue: DeliveryQueue;
   /** The fail-fast connection the queue and /readyz share. */
@@ -56,8 +56,7 @@ export function createReceiver(
     ...(isShuttingDown === undefined ? {} : { isShuttingDown }),
   };
   return {
-    app: createApp(deps),
-    listener: createRequestListener(deps),
+    ...createHttp(deps),
     queue,
     redis,
     metrics,

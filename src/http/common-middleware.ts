@@ -70,7 +70,7 @@ export function sendJson(
  * Settings and middleware every request passes through: security headers, no `x-powered-by`, no
  * ETag (a hash of every webhook answer, for clients that never revalidate), and one log line
  * per request. The benchmark's empty baseline uses this same function, so the two compare fairly;
- * the webhook route's fast path (createRequestListener in app.ts) does the same two things itself.
+ * the webhook route's fast path (createHttp in app.ts) does the same two things itself.
  */
 export function applyCommonMiddleware(app: Express, logger: Logger): void {
   app.disable('x-powered-by');

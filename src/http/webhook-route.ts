@@ -55,7 +55,7 @@ const ANSWER = {
  * POST {WEBHOOK_PATH}: raw body → signature → parse → dedupe + enqueue → answer. The answer is
  * sent only once the delivery is in Redis, so a 2xx always means "stored". A plain Node handler
  * that answers its own errors and never rejects: the receiver calls it before Express for the
- * exact path (createRequestListener in app.ts), and Express routes the path's other spellings to
+ * exact path (createHttp in app.ts), and Express routes the path's other spellings to
  * it.
  */
 export function webhookRoute(deps: WebhookRouteDeps): PlainHandler {
