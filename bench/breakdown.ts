@@ -54,8 +54,11 @@ export function breakDown(spans: readonly ExportedSpan[], workerConcurrency: num
   }
   const childOf = (parent: ExportedSpan | undefined, name: string) =>
     (parent === undefined ? [] : (children.get(parent.spanId) ?? [])).find((s) => s.name === name);
-  const total = (parent: ExportedSpan | undefined, name: string) =>
-    childOf(parent, name) === undefined ? 0 : ms(childOf(parent, name) as ExportedSpan);
+  /** The named child's duration, 0 when there is none. */
+  const total = (parent: ExportedSpan | undefined, name: string) => {
+    const child = childOf(parent, name);
+    return child === undefined ? 0 : ms(child);
+  };
 
   const sums = new Map<string, number>();
   const add = (part: string, value: number) => sums.set(part, (sums.get(part) ?? 0) + value);

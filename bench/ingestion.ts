@@ -2,9 +2,7 @@ import autocannon from 'autocannon';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { sampleDelivery } from '../src/webhooks/sample-delivery.js';
-import { signPayload } from '../src/webhooks/sign-payload.js';
-import { BENCH_SECRET } from './lib.js';
+import { signedDelivery } from './lib.js';
 
 export interface LoadResult {
   readonly requestsPerSecond: number;
@@ -46,15 +44,7 @@ export async function runLoad(
         setupRequest(request, context: { id?: string }) {
           const id = randomUUID();
           context.id = id;
-          const body = JSON.stringify(sampleDelivery('audio.ready', { id }));
-          return {
-            ...request,
-            body,
-            headers: {
-              'content-type': 'application/json',
-              'x-service-signature': signPayload(body, BENCH_SECRET),
-            },
-          };
+          return { ...request, ...signedDelivery(id) };
         },
         onResponse(status, _body, context: { id?: string }) {
           if (status >= 200 && status < 300 && context.id !== undefined)
@@ -95,22 +85,13 @@ function percentile(sorted: readonly number[], share: number): number {
  */
 export async function runOpenLoop(
   url: string,
-  {
-    connections,
-    durationSeconds,
-    rate,
-  }: { connections: number; durationSeconds: number; rate: number },
+  { connections, durationSeconds, rate }: LoadOptions & { rate: number },
 ): Promise<LoadResult> {
   const target = new URL(url);
   const total = Math.round(rate * durationSeconds);
   const deliveries = Array.from({ length: total }, () => {
     const id = randomUUID();
-    const body = JSON.stringify(sampleDelivery('audio.ready', { id }));
-    const headers = {
-      'content-type': 'application/json',
-      'x-service-signature': signPayload(body, BENCH_SECRET),
-    };
-    return { id, body, headers };
+    return { id, ...signedDelivery(id) };
   });
   const pool = new Pool(target.origin, {
     connections,

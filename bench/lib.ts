@@ -6,10 +6,24 @@ import { closeSync, openSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { freePort } from '../test/helpers/private-redis.js';
+import { sampleDelivery } from '../src/webhooks/sample-delivery.js';
+import { signPayload } from '../src/webhooks/sign-payload.js';
 
 export const BENCH_SECRET = 'whsec_bench';
 export const DIST_BENCH = join(__dirname, '..');
 export const MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
+
+/** An audio.ready delivery for `id`: its body, and headers that sign it now with BENCH_SECRET. */
+export function signedDelivery(id: string, cdnOrigin?: string) {
+  const body = JSON.stringify(
+    sampleDelivery('audio.ready', cdnOrigin === undefined ? { id } : { id, cdnOrigin }),
+  );
+  const headers = {
+    'content-type': 'application/json',
+    'x-service-signature': signPayload(body, BENCH_SECRET),
+  };
+  return { body, headers };
+}
 
 /** Forks a baseline (bench/baselines/*.js) and waits for its 'listening' message. */
 export async function forkBaseline(
@@ -94,7 +108,7 @@ export async function spawnWholeService(
   extra: Record<string, string>,
 ): Promise<ChildProcess[]> {
   const common = { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, LOG_LEVEL: 'info', ...extra };
-  return Promise.all([
+  const started = await Promise.allSettled([
     spawnService({ ...common, ROLE: 'web', WEB_CONCURRENCY: '1', PORT: String(port) }),
     spawnService({
       ...common,
@@ -104,6 +118,12 @@ export async function spawnWholeService(
       DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
     }),
   ]);
+  const running = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const failed = started.find((s) => s.status === 'rejected');
+  if (failed === undefined) return running;
+  // One could not start: the other must not outlive the bench.
+  await Promise.all(running.map(stop));
+  throw failed.reason;
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
