@@ -27,7 +27,15 @@ export interface AppDeps {
   readonly isShuttingDown?: () => boolean;
   /** Replica acknowledgements (REDIS_WAIT_REPLICAS > 0). */
   readonly confirmReplicas?: () => Promise<number>;
+  /**
+   * What /metrics serves. Default: this process's registry; in a cluster of receiver processes,
+   * the sum over all of them (web/cluster-metrics.ts).
+   */
+  readonly metricsText?: () => Promise<string>;
 }
+
+/** Which doors an app serves: one port for everything, or the public and internal ones apart. */
+type Surface = 'all' | 'public' | 'internal';
 
 /** Builds the Express app without listening, so supertest and the benchmark can use it as is. */
 export function createApp(deps: AppDeps): Express {
@@ -48,9 +56,15 @@ export function createRequestListener(deps: AppDeps): RequestListener {
  * receiver's CPU per delivery in a profile (docs/performance.md); the answers are the same bytes
  * either way. Both share one webhook handler.
  */
-export function createHttp(deps: AppDeps): { app: Express; listener: RequestListener } {
+export function createHttp(deps: AppDeps): {
+  app: Express;
+  listener: RequestListener;
+  /** INTERNAL_PORT's app (metrics, dashboard, probes), when INTERNAL_PORT is set. */
+  internal?: Express;
+} {
   const webhook = webhookRoute({ ...deps, isRedisReady: () => deps.redis.status === 'ready' });
-  const app = buildApp(deps, webhook);
+  const split = deps.config.internalPort !== undefined;
+  const app = buildApp(deps, webhook, split ? 'public' : 'all');
   const path = deps.config.webhookPath;
   const withQuery = `${path}?`;
   const listener: RequestListener = (req, res) => {
@@ -67,29 +81,49 @@ export function createHttp(deps: AppDeps): { app: Express; listener: RequestList
     }
     app(req, res);
   };
-  return { app, listener };
+  return split
+    ? { app, listener, internal: buildApp(deps, webhook, 'internal') }
+    : { app, listener };
 }
 
-function buildApp(deps: AppDeps, webhook: PlainHandler): Express {
+function buildApp(deps: AppDeps, webhook: PlainHandler, surface: Surface): Express {
   const { config, logger, redis } = deps;
   const isShuttingDown = deps.isShuttingDown ?? (() => false);
   const app = express();
   app.set('trust proxy', config.trustProxy);
   applyCommonMiddleware(app, logger);
-  // The hot path first: a delivery does not walk past the probes' and the dashboard's routes.
-  app.post(config.webhookPath, webhook);
-  app.all(config.webhookPath, () => {
-    throw new MethodNotAllowedError('POST');
-  });
+  if (surface !== 'internal') {
+    // The hot path first: a delivery does not walk past the probes' and the dashboard's routes.
+    app.post(config.webhookPath, webhook);
+    app.all(config.webhookPath, () => {
+      throw new MethodNotAllowedError('POST');
+    });
+  }
+  const { registry } = deps.metrics;
   app.use(
-    healthRoutes({ redis, metrics: deps.metrics, isShuttingDown, topology: topologyOf(config) }),
+    healthRoutes({
+      redis,
+      isShuttingDown,
+      topology: topologyOf(config),
+      namePrimary: surface === 'internal',
+      ...(surface === 'public'
+        ? {}
+        : {
+            metrics: {
+              contentType: registry.contentType,
+              text: deps.metricsText ?? (() => registry.metrics()),
+            },
+          }),
+    }),
   );
-  if (config.adminPassword !== undefined) {
+  if (config.adminPassword !== undefined && surface !== 'public') {
     app.use(
       adminDashboard({
         password: config.adminPassword,
         readOnly: config.adminReadOnly,
         queue: deps.queue,
+        redis,
+        prefix: config.queuePrefix,
         logger,
       }),
     );

@@ -91,6 +91,11 @@ function crossProblems(config: Config): string[] {
   if (cluster && config.redisWaitReplicas > 0) {
     problems.push('REDIS_WAIT_REPLICAS is not supported with REDIS_CLUSTER_NODES (yet): use 0');
   }
+  if (config.internalPort !== undefined && config.internalPort === config.port) {
+    problems.push(
+      `INTERNAL_PORT (${config.internalPort}) must differ from PORT: it keeps /metrics and the dashboard off the public port`,
+    );
+  }
   if (config.workerStallMs <= config.downloadTimeoutMs) {
     problems.push(
       `WORKER_STALL_MS (${config.workerStallMs}) must exceed DOWNLOAD_TIMEOUT_MS (${config.downloadTimeoutMs}): a slow download is not a wedged worker`,

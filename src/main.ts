@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { hooks } from './custom/hooks.js';
 import { createStore } from './custom/store.js';
-import { ListenError, serve } from './http/serve.js';
+import { ListenError, serve, type RunningServer } from './http/serve.js';
 import { loadDotEnv } from './load-dotenv.js';
 import { createLogger } from './logger.js';
 import { createReceiver } from './receiver.js';
@@ -66,11 +66,15 @@ async function main(): Promise<void> {
   reportStartup(config, logger, {
     dotenv,
     ...(web ? { listen: `${config.host}:${web.server.port}` } : {}),
+    ...(web?.internal ? { internal: `${config.host}:${web.internal.port}` } : {}),
   });
 
   // Stop intake first, then let active jobs finish, then close the receiver's Redis connection.
   const steps: ShutdownStep[] = [
     ...(web ? [{ name: 'http', run: () => web.server.close() }] : []),
+    ...(web?.internal
+      ? [{ name: 'internal http', run: () => web.internal?.close() ?? Promise.resolve() }]
+      : []),
     ...(workers ? [{ name: 'workers', run: () => workers.close() }] : []),
     ...(workerHealth ? [{ name: 'worker health', run: () => workerHealth.close() }] : []),
     ...(web ? [{ name: 'redis', run: () => web.receiver.close() }] : []),
@@ -105,18 +109,29 @@ async function startWeb(
   isShuttingDown: () => boolean,
   telemetry: Telemetry | undefined,
 ) {
-  const receiver = createReceiver(config, logger, isShuttingDown, telemetry);
+  const receiver = createReceiver(config, logger, {
+    isShuttingDown,
+    telemetry,
+    inCluster: cluster.isWorker,
+  });
   // In a cluster, the port is already answered by the other processes: join them once Redis is
   // ready (or after 2 s, then answering 503 as a lone process does), so the first
   // deliveries after a start do not meet a 503 from a process still connecting.
   if (cluster.isWorker) await readyWithin(receiver.redis, CLUSTER_READY_WAIT_MS);
-  const server = await serve(receiver.listener, config.port, config.host).catch(
-    async (error: unknown) => {
-      await receiver.close();
-      throw error;
-    },
-  );
-  return { receiver, server };
+  const servers: RunningServer[] = [];
+  try {
+    servers.push(await serve(receiver.listener, config.port, config.host));
+    if (receiver.internal !== undefined && config.internalPort !== undefined)
+      servers.push(
+        await serve(receiver.internal, config.internalPort, config.host, 'INTERNAL_PORT'),
+      );
+  } catch (error: unknown) {
+    await Promise.all(servers.map((server) => server.close()));
+    await receiver.close();
+    throw error;
+  }
+  const [server, internal] = servers as [RunningServer, RunningServer?];
+  return { receiver, server, internal };
 }
 
 const CLUSTER_READY_WAIT_MS = 2_000;

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DeliveryQueue } from './queue/delivery-queue.js';
+import { withDeadline } from './redis/deadline.js';
 
 export type DeliveryOutcome =
   | 'accepted'
@@ -16,7 +17,8 @@ export interface Metrics {
   readonly registry: Registry;
   readonly deliveries: Counter<'outcome' | 'event'>;
   readonly signatureFailures: Counter<'reason'>;
-  readonly enqueueSeconds: Histogram;
+  /** Labelled `result`: `stored`, or `failed` (a stalled or failing Redis shows here too). */
+  readonly enqueueSeconds: Histogram<'result'>;
   readonly signatureMatches: Counter<'secret'>;
   readonly clockSkewSeconds: Histogram;
 }
@@ -36,16 +38,26 @@ const BACKLOG_STATES = ['waiting', 'prioritized', 'delayed'] as const;
 export const BACKLOG_METRIC = 'webhook_queue_backlog';
 
 /**
+ * How long a scrape waits for the queue's counts. Prometheus's own scrape timeout is 10 s by
+ * default; a scrape that answers with the last values beats one that times out.
+ */
+export const QUEUE_COUNTS_DEADLINE_MS = 2_000;
+
+/**
  * Gauges read from Redis only when Prometheus scrapes: the queue by state, and the backlog the
  * workers are scaled on, from ONE getJobCounts per scrape (prom-client collects both at once, so
- * they share the call in flight). During a Redis outage a scrape still answers; they keep their
- * values.
+ * they share the call in flight). During a Redis outage a scrape still answers within
+ * QUEUE_COUNTS_DEADLINE_MS; they keep their values. Every receiver process reads the same queue,
+ * so across processes these are the same number, not parts of a sum: aggregated by `max`.
  */
 function registerQueueGauges(registry: Registry, queue: DeliveryQueue): void {
   let inFlight: Promise<Record<string, number> | undefined> | undefined;
   const counts = () =>
-    (inFlight ??= queue
-      .getJobCounts(...QUEUE_STATES)
+    (inFlight ??= withDeadline(
+      queue.getJobCounts(...QUEUE_STATES),
+      QUEUE_COUNTS_DEADLINE_MS,
+      'the queue counts',
+    )
       .catch(() => undefined)
       .finally(() => {
         inFlight = undefined;
@@ -55,6 +67,7 @@ function registerQueueGauges(registry: Registry, queue: DeliveryQueue): void {
     help: 'Jobs in the delivery queue by state',
     labelNames: ['state'],
     registers: [registry],
+    aggregator: 'max',
     async collect() {
       const byState = await counts();
       for (const state of QUEUE_STATES) {
@@ -67,6 +80,7 @@ function registerQueueGauges(registry: Registry, queue: DeliveryQueue): void {
     name: BACKLOG_METRIC,
     help: 'Jobs not yet taken by a worker: waiting + prioritized + delayed (scale workers on this)',
     registers: [registry],
+    aggregator: 'max',
     async collect() {
       const byState = await counts();
       if (byState !== undefined)
@@ -105,7 +119,8 @@ export function createMetrics(queue?: DeliveryQueue): Metrics {
     }),
     enqueueSeconds: new Histogram({
       name: 'webhook_enqueue_duration_seconds',
-      help: 'Time to store a delivery (dedupe + enqueue, one Redis round trip)',
+      help: 'Time to store a delivery (dedupe + enqueue, one Redis round trip), by result: stored or failed',
+      labelNames: ['result'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],
     }),

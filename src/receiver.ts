@@ -10,12 +10,15 @@ import { createDeliveryQueue, type DeliveryQueue } from './queue/delivery-queue.
 import { createWebRedis, redisTarget } from './redis/connections.js';
 import { createReplicaWait } from './redis/replica-wait.js';
 import { watchRedis } from './redis/watch-redis.js';
+import { clusterMetricsText } from './web/cluster-metrics.js';
 
 export interface Receiver {
   /** The Express app alone (supertest); `listener` is what the server runs. */
   readonly app: Express;
   /** The app behind the webhook's fast path (createHttp). */
   readonly listener: RequestListener;
+  /** What INTERNAL_PORT serves (metrics, dashboard, probes); absent when it is unset. */
+  readonly internal?: Express;
   readonly queue: DeliveryQueue;
   /** The fail-fast connection the queue and /readyz share. */
   readonly redis: RedisConnection;
@@ -29,11 +32,18 @@ export interface Receiver {
  * receiver answers 503 and /readyz says not ready until the connection is up, and it comes up on
  * its own when Redis returns.
  */
+export interface ReceiverOptions {
+  /** True once shutdown began: /readyz answers 503. */
+  readonly isShuttingDown?: () => boolean;
+  readonly telemetry?: Telemetry | undefined;
+  /** A process of a WEB_CONCURRENCY cluster: /metrics serves the sum over every process. */
+  readonly inCluster?: boolean;
+}
+
 export function createReceiver(
   config: Config,
   logger: Logger,
-  isShuttingDown?: () => boolean,
-  telemetry?: Telemetry,
+  { isShuttingDown, telemetry, inCluster = false }: ReceiverOptions = {},
 ): Receiver {
   const redis = createWebRedis(config);
   watchRedis(redis, logger, 'web', redisTarget(config));
@@ -54,6 +64,7 @@ export function createReceiver(
     redis,
     metrics,
     ...(isShuttingDown === undefined ? {} : { isShuttingDown }),
+    ...(inCluster ? { metricsText: clusterMetricsText(metrics.registry) } : {}),
   };
   return {
     ...createHttp(deps),

@@ -22,6 +22,8 @@ export function packageVersion(): string {
 export interface StartupFacts {
   /** Where the receiver listens, once it does. */
   readonly listen?: string;
+  /** Where INTERNAL_PORT's metrics and dashboard listen, when set. */
+  readonly internal?: string;
   /** The .env file read, if any. */
   readonly dotenv?: string | undefined;
 }
@@ -62,6 +64,7 @@ export function reportStartup(config: Config, logger: Logger, facts: StartupFact
       ...(web
         ? {
             listen: facts.listen,
+            ...(facts.internal === undefined ? {} : { internal: facts.internal }),
             webhookPath: config.webhookPath,
             toleranceSeconds: config.signatureToleranceSeconds,
             secrets: config.webhookSecrets.length,

@@ -1,6 +1,14 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import { answerMetricsRequests } from './web/cluster-metrics.js';
+
+/**
+ * Back-off for replacing receiver processes that die soon after they start (one that crashes on
+ * every request was re-forked at once, for ever): the first replacement is immediate, each
+ * further early death doubles the wait, up to the cap. A process that lived STABLE_MS resets it.
+ */
+export const RESTART_BACKOFF = { firstMs: 1_000, maxMs: 30_000, stableMs: 30_000 } as const;
 
 /** The message a receiver process gets instead of a signal: shut down gracefully, once. */
 export const SHUTDOWN_MESSAGE = 'audio-webhooks:shutdown';
@@ -18,13 +26,17 @@ export const SHUTDOWN_MESSAGE = 'audio-webhooks:shutdown';
  */
 export function runReceiverCluster(config: Config, logger: Logger): void {
   /** Each live process, and whether it got as far as listening. */
-  const started = new Map<Worker, { listening: boolean }>();
+  const started = new Map<Worker, { listening: boolean; at: number }>();
+  answerMetricsRequests(logger);
   let stopping = false;
   let exitCode = 0;
+  /** Deaths in a row of processes that did not live RESTART_BACKOFF.stableMs. */
+  let earlyDeaths = 0;
+  const pendingForks = new Set<NodeJS.Timeout>();
 
   const fork = () => {
     const worker = cluster.fork();
-    started.set(worker, { listening: false });
+    started.set(worker, { listening: false, at: Date.now() });
     // A process that is exiting can fail a message or a signal (EPIPE, ESRCH); its 'exit' says
     // what happened. Unhandled, that 'error' would bring down the primary with a stack trace.
     worker.on('error', (error: Error) => {
@@ -42,7 +54,9 @@ export function runReceiverCluster(config: Config, logger: Logger): void {
   );
 
   cluster.on('exit', (worker, code, signal) => {
-    const listened = started.get(worker)?.listening ?? false;
+    const state = started.get(worker);
+    const listened = state?.listening ?? false;
+    const lived = Date.now() - (state?.at ?? 0);
     started.delete(worker);
     // (signal is null on a normal exit, whatever the typings say)
     const abnormal = code !== 0 || Boolean(signal);
@@ -56,17 +70,28 @@ export function runReceiverCluster(config: Config, logger: Logger): void {
       );
       stopAll();
     } else if (!stopping) {
+      earlyDeaths = lived >= RESTART_BACKOFF.stableMs ? 0 : earlyDeaths + 1;
+      const restartInMs =
+        earlyDeaths <= 1
+          ? 0
+          : Math.min(RESTART_BACKOFF.maxMs, RESTART_BACKOFF.firstMs * 2 ** (earlyDeaths - 2));
       logger.error(
-        { pid: worker.process.pid, code, signal },
+        { pid: worker.process.pid, code, signal, livedMs: lived, restartInMs },
         'receiver process died; replacing it',
       );
-      fork();
+      const timer = setTimeout(() => {
+        pendingForks.delete(timer);
+        if (!stopping) fork();
+      }, restartInMs);
+      pendingForks.add(timer);
     }
     if (stopping && started.size === 0) process.exit(exitCode);
   });
 
   function stopAll() {
     stopping = true;
+    for (const timer of pendingForks) clearTimeout(timer);
+    pendingForks.clear();
     for (const worker of started.keys()) {
       if (worker.isConnected())
         worker.send(SHUTDOWN_MESSAGE, (error: Error | null) => {

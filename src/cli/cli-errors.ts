@@ -1,6 +1,11 @@
-/** Bad arguments: the usage text follows, exit code 2. */
+/** Bad arguments: one line, then where to read the command's usage; exit code 2. */
 export class UsageError extends Error {
   override name = 'UsageError';
+}
+
+/** A variable the command needs is not set: one line naming it and what to set, exit code 2. */
+export class MissingSettingError extends Error {
+  override name = 'MissingSettingError';
 }
 
 /** Something outside is unreachable or refused (Redis, the URL): one line, exit code 1. */

@@ -2,10 +2,15 @@ import { parseArgs } from 'node:util';
 import type { RedisConnection } from '../redis/connections.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { createDeliveryQueue } from '../queue/delivery-queue.js';
-import { createCliRedis, dropConnection, redisTarget } from '../redis/connections.js';
+import {
+  createCliRedis,
+  dropConnection,
+  redisTarget,
+  RedisUnreachableError,
+} from '../redis/connections.js';
 import { createFailureLog } from '../records/failure-log.js';
 import { createRevocationRegistry } from '../records/revocation-registry.js';
-import { describeError, OperationalError, UsageError } from './cli-errors.js';
+import { describeError, MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
 import { listFailed, retryFailed } from './queue-commands.js';
 import { runTts, runVoices } from './provider-commands.js';
@@ -125,14 +130,21 @@ export async function runCli(
     );
   } catch (error: unknown) {
     if (error instanceof UsageError || isParseArgsError(error)) {
-      errors.out(`audio-webhooks: ${error.message}\n\n${USAGE}`);
+      // One line, and where the rest is: the whole help buried the line that mattered.
+      const command = argv.find((arg) => arg in COMMANDS && arg !== 'help');
+      const help = command === undefined ? 'help' : `help ${command}`;
+      errors.out(`audio-webhooks: ${error.message} (see: audio-webhooks ${help})\n`);
+      return 2;
+    }
+    if (error instanceof MissingSettingError) {
+      errors.out(`audio-webhooks: ${error.message}\n`);
       return 2;
     }
     if (error instanceof ConfigError) {
       errors.out(`audio-webhooks: ${error.message}\n`);
       return 2;
     }
-    if (error instanceof OperationalError) {
+    if (error instanceof OperationalError || error instanceof RedisUnreachableError) {
       errors.out(`audio-webhooks: ${error.message}\n`);
       return 1;
     }

@@ -15,7 +15,11 @@ import {
   type ApiKeyConfig,
   type Endpoint,
 } from '../provider/provider-settings.js';
-import { OperationalError, UsageError } from './cli-errors.js';
+import { createLocalBlobArea } from '../storage/local-blob-area.js';
+import { MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
+
+/** Under AUDIO_DIR: no audio file's name starts with a dot, so the two never meet. */
+const TTS_CACHE_FOLDER = '.tts-cache';
 import { printRows, type Output } from './print.js';
 
 export interface TtsArgs {
@@ -53,9 +57,13 @@ async function withClient<T>(
   const baseUrl = settings.providerBaseUrl as string | undefined;
   const keys = settings.providerApiKeys as ApiKeyConfig[];
   if (baseUrl === undefined)
-    throw new UsageError("PROVIDER_BASE_URL is not set: the provider's {base_url}");
+    throw new MissingSettingError(
+      "PROVIDER_BASE_URL is not set: set it to the provider's {base_url} (e.g. in .env)",
+    );
   if (keys.length === 0)
-    throw new UsageError('PROVIDER_API_KEYS is not set: key_id=token[,key_id=token…]');
+    throw new MissingSettingError(
+      'PROVIDER_API_KEYS is not set: set it to key_id=token[,key_id=token…] (e.g. in .env)',
+    );
   const client = await createProviderClient({
     baseUrl,
     keys,
@@ -64,6 +72,7 @@ async function withClient<T>(
     limits: settings.providerLimits as Partial<Record<Endpoint, number>>,
     windowMs: settings.providerRateWindowMs as number,
     cacheTtlSeconds: settings.ttsCacheTtlSeconds as number,
+    cacheArea: createLocalBlobArea(join(config.audioDir, TTS_CACHE_FOLDER)),
   });
   try {
     return await work(client);

@@ -47,6 +47,11 @@ export const SETTINGS = {
     doc: 'comma-separated signing secrets; any one verifies a delivery (rotation)',
   },
   PORT: { schema: int(0, 65535), default: '3000', readBy: ['web', 'cli'], doc: 'HTTP port' },
+  INTERNAL_PORT: {
+    schema: int(1, 65535).optional(),
+    readBy: ['web'],
+    doc: 'when set, /metrics and /admin/queues are served only on this port (same HOST) and 404 on PORT; /healthz and /readyz on both',
+  },
   HOST: {
     schema: z.string(),
     default: '0.0.0.0',
@@ -130,8 +135,8 @@ export const SETTINGS = {
   AUDIO_DIR: {
     schema: z.string(),
     default: './data/audio',
-    readBy: ['worker'],
-    doc: 'where downloaded audio lands; must be writable (checked at start)',
+    readBy: ['worker', 'cli'],
+    doc: 'where downloaded audio lands; must be writable (checked at start); the CLI keeps its TTS cache bodies in `.tts-cache/` under it',
   },
   CDN_URL: {
     schema: origins,

@@ -3,31 +3,46 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { Router, type Request, type RequestHandler } from 'express';
-import { slowDown } from 'express-slow-down';
 import type { Logger } from 'pino';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { DeliveryQueue } from '../queue/delivery-queue.js';
+import type { RedisConnection } from '../redis/connections.js';
 
 export const ADMIN_PATH = '/admin/queues';
 export const ADMIN_USER = 'admin';
 const REALM = 'Basic realm="audio-webhooks dashboard", charset="UTF-8"';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+/** Wrong passwords one client address may try per window, counted across every process. */
+export const DASHBOARD_GUESSES = { points: 10, windowSeconds: 15 * 60 } as const;
+/** A dashboard request that has not been answered by then gets 503 (Redis stalled, say). */
+const DASHBOARD_DEADLINE_MS = 10_000;
+
 export interface DashboardOptions {
   readonly password: string;
   /** No retry, remove, clean, pause or add: the board only shows. */
   readonly readOnly: boolean;
   readonly queue: DeliveryQueue;
+  /** Where wrong passwords are counted: shared by every receiver process and replica. */
+  readonly redis: RedisConnection;
+  /** Key prefix of the counts (QUEUE_PREFIX). */
+  readonly prefix: string;
   readonly logger: Logger;
 }
 
 /**
  * bull-board at /admin/queues behind HTTP Basic auth. Layers, in order:
- * 1. wrong passwords slow down: express-slow-down counts requests that carry credentials and
- *    are refused (the 6th in 15 minutes from one address waits 0.5 s, then 1 s, … up to 10 s).
- *    A request without credentials is not counted: browsers send each new path bare first
- *    and add the credentials after the 401 challenge, so those are the protocol, not a guess;
- * 2. Basic auth, compared in constant time, a wrong password logged without the password;
- * 3. changes: refused outright when read-only; otherwise only from the dashboard's own page
+ * 1. a deadline: whatever Redis does, a dashboard request is answered;
+ * 2. guesses are counted in Redis, per client address, by rate-limiter-flexible (one atomic
+ *    script per attempt, any topology, and it lets us count only what we choose: express-rate-limit
+ *    counts requests and un-counts successes after the answer, which parallel guesses outrun).
+ *    Every attempt that carries credentials takes one of the 10 slots BEFORE its password is
+ *    judged, and a right password gives it back: so however many arrive at once, at most 10 wrong
+ *    ones per 15 minutes are ever judged, and past that every attempt gets 429 with Retry-After,
+ *    the right password included. A request without credentials is not counted: browsers send
+ *    each new path bare first and add the credentials after the 401 challenge;
+ * 3. Basic auth, compared in constant time, a wrong password logged without the password;
+ * 4. changes: refused outright when read-only; otherwise only from the dashboard's own page
  *    (Origin must name this host). Basic credentials ride along on every request the browser
  *    makes, a forged form post from another site included, so the Origin check is the CSRF
  *    defence (OWASP's "verify origin with standard headers"; bull-board has no token of its own).
@@ -39,53 +54,90 @@ export function adminDashboard(options: DashboardOptions): Router {
     serverAdapter: board,
     options: { uiConfig: { boardTitle: 'audio-webhooks' } },
   });
+  const guesses = new RateLimiterRedis({
+    storeClient: options.redis,
+    keyPrefix: `${options.prefix}:dashboard-guesses`,
+    points: DASHBOARD_GUESSES.points,
+    duration: DASHBOARD_GUESSES.windowSeconds,
+  });
   const router = Router();
   router.use(
     ADMIN_PATH,
-    slowDown({
-      windowMs: 15 * 60_000,
-      delayAfter: 5,
-      delayMs: (hits) => (hits - 5) * 500,
-      maxDelayMs: 10_000,
-      skipSuccessfulRequests: true,
-      skip: (req) => req.headers.authorization === undefined,
-      // TRUST_PROXY is the operator's decision, checked at start-up; these checks would print to
-      // the console, outside the structured log.
-      validate: { trustProxy: false, xForwardedForHeader: false },
-    }),
-    basicAuth(options.password, options.logger),
+    deadline(DASHBOARD_DEADLINE_MS),
+    basicAuth(options.password, guesses, options.logger),
     changesAllowed(options.readOnly),
     board.getRouter() as RequestHandler,
   );
   return router;
 }
 
+function deadline(ms: number): RequestHandler {
+  return (_req, res, next) => {
+    const timer = setTimeout(() => {
+      if (!res.headersSent)
+        res.status(503).json({ detail: 'the dashboard did not answer in time' });
+    }, ms);
+    res.on('close', () => {
+      clearTimeout(timer);
+    });
+    next();
+  };
+}
+
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
-function basicAuth(password: string, logger: Logger): RequestHandler {
+function basicAuth(password: string, guesses: RateLimiterRedis, logger: Logger): RequestHandler {
   // Hashing both sides gives equal lengths, so timingSafeEqual leaks neither length nor content.
   const expected = digest(`${ADMIN_USER}:${password}`);
-  return (req, res, next) => {
+  const challenge = (res: Parameters<RequestHandler>[1]) => {
+    res.setHeader('WWW-Authenticate', REALM);
+    res.status(401).json({ detail: 'dashboard credentials required' });
+  };
+  return async (req, res, next) => {
     const credentials = basicCredentials(req);
+    const client = req.ip ?? 'unknown';
+    if (credentials === undefined && req.headers.authorization === undefined) {
+      // A bare request is the first half of every browser login: not a guess.
+      logger.debug({ ip: client, path: req.originalUrl.slice(0, 200) }, 'dashboard login asked');
+      challenge(res);
+      return;
+    }
+    try {
+      await guesses.consume(client);
+    } catch (refusal: unknown) {
+      if (refusal instanceof RateLimiterRes) {
+        const seconds = Math.max(1, Math.ceil(refusal.msBeforeNext / 1000));
+        res.setHeader('Retry-After', String(seconds));
+        res.status(429).json({
+          detail: `too many wrong dashboard passwords from this address; try again in ${seconds} s`,
+        });
+        return;
+      }
+      logger.error({ err: refusal }, 'cannot count dashboard logins: Redis unavailable');
+      res.status(503).json({ detail: 'the dashboard is unavailable: Redis does not answer' });
+      return;
+    }
     if (credentials !== undefined && timingSafeEqual(digest(credentials), expected)) {
+      // The slot taken above was not a wrong guess: give it back.
+      guesses.reward(client).catch((error: unknown) => {
+        logger.warn({ err: error }, 'could not return a dashboard login slot');
+      });
       next();
       return;
     }
     const user = credentials?.slice(0, credentials.indexOf(':'));
-    // A bare request is the first half of every browser login; a wrong password is news.
-    logger[credentials === undefined ? 'debug' : 'warn'](
+    logger.warn(
       {
-        ip: req.ip,
+        ip: client,
         method: req.method,
         path: req.originalUrl.slice(0, 200),
         // The user name helps spot a misconfigured client; the password never appears.
         user: user === undefined ? undefined : JSON.stringify(user.slice(0, 64)),
-        reason: credentials === undefined ? 'no credentials' : 'wrong credentials',
+        reason: credentials === undefined ? 'malformed credentials' : 'wrong credentials',
       },
       'dashboard login failed',
     );
-    res.setHeader('WWW-Authenticate', REALM);
-    res.status(401).json({ detail: 'dashboard credentials required' });
+    challenge(res);
   };
 }
 

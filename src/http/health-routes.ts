@@ -1,14 +1,23 @@
 import { Router } from 'express';
 import { Cluster } from 'ioredis';
 import type { RedisConnection, Topology } from '../redis/connections.js';
-import type { Metrics } from '../metrics.js';
+import { withDeadline } from '../redis/deadline.js';
 
 export interface HealthDeps {
   readonly redis: RedisConnection;
-  readonly metrics: Metrics;
   readonly isShuttingDown: () => boolean;
   readonly topology: Topology;
+  /**
+   * /readyz names the server the writes go to (the primary, for Sentinel). Only on INTERNAL_PORT:
+   * an internal address is nothing to hand whoever can reach the public port.
+   */
+  readonly namePrimary: boolean;
+  /** /metrics: the Prometheus text of the whole receiver; absent, no /metrics on this port. */
+  readonly metrics?: { readonly contentType: string; text(): Promise<string> };
 }
+
+/** /readyz's own bound on its PING, beside the connection's command timeout. */
+const READY_PING_DEADLINE_MS = 2_000;
 
 /** The server this process's connection is attached to: the primary, for Sentinel. */
 function attachedTo(redis: RedisConnection): string | null {
@@ -21,9 +30,16 @@ function attachedTo(redis: RedisConnection): string | null {
 
 /**
  * /healthz: the process runs (restart it if not). /readyz: send it traffic — Redis answers and
- * we are not draining (the load balancer's check). /metrics: Prometheus text format.
+ * we are not draining (the load balancer's check). /metrics: Prometheus text format. Each answers
+ * within a deadline whatever Redis does.
  */
-export function healthRoutes({ redis, metrics, isShuttingDown, topology }: HealthDeps): Router {
+export function healthRoutes({
+  redis,
+  isShuttingDown,
+  topology,
+  namePrimary,
+  metrics,
+}: HealthDeps): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -35,18 +51,31 @@ export function healthRoutes({ redis, metrics, isShuttingDown, topology }: Healt
     }
     const redisUp =
       redis.status === 'ready' &&
-      (await redis.ping().then(
+      (await withDeadline(redis.ping(), READY_PING_DEADLINE_MS, 'Redis').then(
         () => true,
         () => false,
       ));
-    // Which topology, and (single, Sentinel) the server the writes go to: after a failover, the
-    // new primary appears here.
-    const facts = { topology, primary: redisUp ? attachedTo(redis) : null };
+    // Which topology, and (single, Sentinel; internal port only) the server the writes go to:
+    // after a failover, the new primary appears here.
+    const facts = {
+      topology,
+      ...(namePrimary ? { primary: redisUp ? attachedTo(redis) : null } : {}),
+    };
     if (redisUp) res.json({ status: 'ready', redis: facts });
     else res.status(503).json({ detail: 'Redis unavailable', redis: facts });
   });
-  router.get('/metrics', async (_req, res) => {
-    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
-  });
+  if (metrics !== undefined) {
+    router.get('/metrics', async (_req, res) => {
+      let text: string;
+      try {
+        text = await metrics.text();
+      } catch (error: unknown) {
+        const reason = error instanceof Error ? error.message : String(error);
+        res.status(503).json({ detail: `metrics unavailable: ${reason}` });
+        return;
+      }
+      res.type(metrics.contentType).send(text);
+    });
+  }
   return router;
 }

@@ -10,19 +10,24 @@ export class ListenError extends Error {
   }
 }
 
-function listenProblem(error: NodeJS.ErrnoException, port: number, host: string): string {
+function listenProblem(
+  error: NodeJS.ErrnoException,
+  port: number,
+  host: string,
+  name: string,
+): string {
   switch (error.code) {
     case 'EADDRINUSE':
-      return `PORT ${port} is already in use on HOST ${host}: set PORT to a free port, or stop the other process`;
+      return `${name} ${port} is already in use on HOST ${host}: set ${name} to a free port, or stop the other process`;
     case 'EACCES':
-      return `PORT ${port} on HOST ${host} needs privileges this process lacks: set PORT above 1023`;
+      return `${name} ${port} on HOST ${host} needs privileges this process lacks: set ${name} above 1023`;
     case 'EADDRNOTAVAIL':
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
     case 'EAI_NONAME':
       return `HOST ${host} is not an address of this machine: set HOST to one of its addresses, or 0.0.0.0 for all`;
     default:
-      return `cannot listen on HOST ${host} PORT ${port}: ${error.message}`;
+      return `cannot listen on HOST ${host} ${name} ${port}: ${error.message}`;
   }
 }
 
@@ -44,6 +49,8 @@ export async function serve(
   app: RequestListener,
   port: number,
   host: string,
+  /** The variable that names `port`, for the error an operator reads. */
+  portName = 'PORT',
 ): Promise<RunningServer> {
   const server = createServer();
   deferContinue(server);
@@ -68,7 +75,7 @@ export async function serve(
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
-      reject(new ListenError(listenProblem(error, port, host), { cause: error }));
+      reject(new ListenError(listenProblem(error, port, host, portName), { cause: error }));
     });
     server.listen(port, host, () => {
       server.removeAllListeners('error');

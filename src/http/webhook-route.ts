@@ -121,6 +121,8 @@ async function receive(
     deadlineMs: WEB_COMMAND_TIMEOUT_MS + (confirm ? config.redisWaitTimeoutMs : 0),
     ...(confirm ? { replicas: { count: config.redisWaitReplicas, confirm } } : {}),
   }).catch((error: unknown) => {
+    // A Redis that stalls or fails must show in the histogram, not only the ones that answered.
+    stopTimer({ result: 'failed' });
     if (error instanceof StorageUnavailableError) {
       throw new ServiceUnavailableError(
         'could not store the delivery; retry later',
@@ -131,7 +133,7 @@ async function receive(
     if (error instanceof UnstorableDeliveryError) throw new BadRequestError(error.message);
     throw error;
   });
-  stopTimer();
+  stopTimer({ result: 'stored' });
   metrics.deliveries.inc({
     outcome: result.duplicate ? 'duplicate' : 'accepted',
     event: event.event,

@@ -9,7 +9,7 @@ import {
 } from './provider-errors.js';
 import { DEFAULT_LIMITS, type ApiKeyConfig, type Endpoint } from './provider-settings.js';
 import { askedWaitMs, fullJitter } from './retry-after.js';
-import { createTtsCache, type CachedAudio } from './tts-cache.js';
+import { createTtsCache, type BlobArea, type CachedAudio } from './tts-cache.js';
 
 export interface ProviderClientOptions {
   /** The provider's {base_url} (PROVIDER_BASE_URL). */
@@ -24,8 +24,16 @@ export interface ProviderClientOptions {
   readonly limits?: Partial<Record<Endpoint, number>>;
   /** The provider's window, ms. Default 60,000. */
   readonly windowMs?: number;
-  /** Identical TTS requests are served from the cache this long; 0 turns it off. Default 86,400. */
+  /**
+   * Identical TTS requests are served from the cache this long; 0 turns it off.
+   * @defaultValue 86400
+   */
   readonly cacheTtlSeconds?: number;
+  /**
+   * Where cached TTS bodies are kept (Redis keeps only an index). Without one, nothing is cached:
+   * the bodies never go into the queue's Redis.
+   */
+  readonly cacheArea?: BlobArea;
   /** How long a call may wait for a slot or a pause, ms. Default 5 minutes. */
   readonly deadlineMs?: number;
   /** Retries of 429, 408, 5xx and network errors. Default 4. */
@@ -80,7 +88,12 @@ export async function createProviderClient(
   const maxRetries = options.maxRetries ?? 4;
   const limiter = createLimiter(options.redis, prefix, limits, windowMs);
   const pool = await createKeyPool(options.keys, options.redis, prefix);
-  const cache = createTtsCache(options.redis, prefix, options.cacheTtlSeconds ?? 86_400);
+  const cache = createTtsCache(
+    options.redis,
+    prefix,
+    options.cacheTtlSeconds ?? 86_400,
+    options.cacheArea,
+  );
   const base = options.baseUrl.replace(/\/+$/, '');
 
   /** Waits for this key's slot (a pause by any process included), within the deadline. */

@@ -18,65 +18,137 @@ export interface CachedAudio {
   readonly contentType: string;
 }
 
-/** How long one process may hold the right to call for everyone, and how often others look. */
-const LEASE_MS = 60_000;
+/**
+ * Where cached bodies live: never the queue's Redis, which is `noeviction` (a busy client would
+ * fill it, and every delivery would then get 503). The CLI uses `<AUDIO_DIR>/.tts-cache/`
+ * (storage/local-blob-area.ts).
+ */
+export interface BlobArea {
+  /** Stores `bytes` under `name`, whole or not at all. */
+  put(name: string, bytes: Buffer): Promise<void>;
+  /** The bytes, or undefined when there are none (expired, swept, never written). */
+  get(name: string): Promise<Buffer | undefined>;
+  /** Removes what was stored more than `ms` ago; returns how many. */
+  removeOlderThan(ms: number): Promise<number>;
+}
+
+/**
+ * The lease one process holds while it calls the provider for everyone asking the same. Short,
+ * and renewed while the call runs: a holder that dies is taken over within LEASE_MS (a 60 s
+ * lease once stalled a rerun of `tts --file` for 59.9 s after the first run was killed).
+ */
+export const LEASE_MS = 2_000;
+const RENEW_EVERY_MS = 500;
 const POLL_MS = 25;
+/** Expired bodies are swept at most this often per process. */
+const SWEEP_EVERY_MS = 10 * 60_000;
+
+/** Extends the lease only while it is still ours. */
+const RENEW = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0`;
+/** Deletes the lease only while it is still ours: a slow holder must not free another's. */
+const RELEASE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`;
+
+interface IndexEntry {
+  readonly name: string;
+  readonly contentType: string;
+}
 
 /**
  * The TTS cache the spec advises: keyed by a hash of the canonical request (base URL, text,
- * voice, every option), kept TTS_CACHE_TTL_SECONDS in Redis. Identical requests at once make one
- * call: in a process they share the promise; across processes the first takes a lease (SET NX)
- * and the others wait for its result, or take over if it dies.
+ * voice, every option). Redis holds only a small index entry per request (the body's name and
+ * type), expiring after TTS_CACHE_TTL_SECONDS; the bodies are in `area`, swept once expired.
+ * Identical requests at once make one call: in a process they share the promise; across
+ * processes the first takes a lease (SET NX) and the others wait for its result, or take over
+ * if it dies.
  */
-export function createTtsCache(redis: RedisConnection, prefix: string, ttlSeconds: number) {
+export function createTtsCache(
+  redis: RedisConnection,
+  prefix: string,
+  ttlSeconds: number,
+  area: BlobArea | undefined,
+) {
   const inFlight = new Map<string, Promise<CachedAudio>>();
+  let lastSweep = 0;
   const keys = (hash: string) => ({
-    value: `${prefix}:provider:tts:${hash}`,
+    index: `${prefix}:provider:tts:${hash}`,
     lease: `${prefix}:provider:tts:${hash}:lease`,
   });
-  const read = async (key: string): Promise<CachedAudio | undefined> => {
-    const stored = await redis.getBuffer(key);
-    if (stored === null) return undefined;
-    const split = stored.indexOf(0);
-    return { contentType: stored.subarray(0, split).toString(), audio: stored.subarray(split + 1) };
-  };
 
-  async function shared(hash: string, call: () => Promise<CachedAudio>): Promise<CachedAudio> {
-    const { value, lease } = keys(hash);
+  async function read(store: BlobArea, key: string): Promise<CachedAudio | undefined> {
+    const entry = await redis.get(key);
+    if (entry === null) return undefined;
+    const { name, contentType } = JSON.parse(entry) as IndexEntry;
+    const audio = await store.get(name);
+    return audio === undefined ? undefined : { audio, contentType };
+  }
+
+  async function keep(store: BlobArea, key: string, hash: string, fresh: CachedAudio) {
+    // A fresh name per body: a reader never sees a body replaced under the name it was given.
+    const name = `${hash}-${randomBytes(4).toString('hex')}`;
+    await store.put(name, fresh.audio);
+    const entry: IndexEntry = { name, contentType: fresh.contentType };
+    await redis.set(key, JSON.stringify(entry), 'EX', ttlSeconds);
+    if (Date.now() - lastSweep > SWEEP_EVERY_MS) {
+      lastSweep = Date.now();
+      await store.removeOlderThan(ttlSeconds * 1000);
+    }
+  }
+
+  /** Holds the lease while `work` runs, renewing it; gives it back only if still ours. */
+  async function underLease<T>(lease: string, token: string, work: () => Promise<T>): Promise<T> {
+    const renew = setInterval(() => {
+      redis.eval(RENEW, 1, lease, token, LEASE_MS).catch(() => undefined);
+    }, RENEW_EVERY_MS);
+    try {
+      return await work();
+    } finally {
+      clearInterval(renew);
+      await redis.eval(RELEASE, 1, lease, token).catch(() => undefined);
+    }
+  }
+
+  async function shared(
+    store: BlobArea,
+    hash: string,
+    call: () => Promise<CachedAudio>,
+  ): Promise<CachedAudio> {
+    const { index, lease } = keys(hash);
     const token = randomBytes(8).toString('hex');
     for (;;) {
-      const hit = await read(value);
+      const hit = await read(store, index);
       if (hit) return hit;
       if ((await redis.set(lease, token, 'PX', LEASE_MS, 'NX')) === 'OK') {
-        try {
-          // The previous holder stores its result before it lets the lease go: look again, or a
-          // process that missed just before that store would call a second time (seen in CI).
-          const late = await read(value);
+        return underLease(lease, token, async () => {
+          // The previous holder stores its result before it lets the lease go: look again, or
+          // a process that missed just before that store would call a second time.
+          const late = await read(store, index);
           if (late) return late;
           const fresh = await call();
-          const stored = Buffer.concat([
-            Buffer.from(fresh.contentType),
-            Buffer.from([0]),
-            fresh.audio,
-          ]);
-          await redis.set(value, stored, 'EX', ttlSeconds);
+          await keep(store, index, hash, fresh);
           return fresh;
-        } finally {
-          await redis.del(lease);
-        }
+        });
       }
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
   }
 
   return {
-    enabled: ttlSeconds > 0,
+    enabled: ttlSeconds > 0 && area !== undefined,
     hash: (request: unknown) => createHash('sha256').update(canonicalJson(request)).digest('hex'),
     /** The cached answer, or the one call's for everyone asking the same at once. */
     get(hash: string, call: () => Promise<CachedAudio>): Promise<CachedAudio> {
+      if (area === undefined) return call();
       const pending = inFlight.get(hash);
       if (pending) return pending;
-      const started = shared(hash, call).finally(() => inFlight.delete(hash));
+      const started = shared(area, hash, call).finally(() => inFlight.delete(hash));
       inFlight.set(hash, started);
       return started;
     },

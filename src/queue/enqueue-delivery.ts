@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { WebhookEvent } from '../webhooks/events.js';
 import type { DeliveryQueue } from './delivery-queue.js';
+import { withDeadline } from '../redis/deadline.js';
 import { classifyStoreError, StorageUnavailableError } from './store-errors.js';
 
 export interface EnqueueResult {
@@ -49,12 +50,6 @@ export async function enqueueDelivery(
       deduplication: { id: dedupeId(event.event, event.data.id), ttl: dedupeTtlSeconds * 1000 },
     },
   );
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => {
-      reject(new StorageUnavailableError(`Redis did not answer within ${deadlineMs} ms`));
-    }, deadlineMs);
-  });
   const stored = add.then(async (job) => {
     if (replicas !== undefined) {
       const acknowledged = await replicas.confirm();
@@ -67,13 +62,9 @@ export async function enqueueDelivery(
     return job;
   });
   try {
-    const job = await Promise.race([stored, deadline]);
+    const job = await withDeadline(stored, deadlineMs, 'Redis');
     return { jobId: job.id ?? jobId, duplicate: job.id !== jobId };
   } catch (error: unknown) {
-    // The add may still settle after the deadline; its late failure is of no further interest.
-    stored.catch(() => undefined);
     throw classifyStoreError(error);
-  } finally {
-    clearTimeout(timer);
   }
 }

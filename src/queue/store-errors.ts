@@ -1,3 +1,4 @@
+import { DeadlineError } from '../redis/deadline.js';
 import { isConnectionError } from '../redis/watch-redis.js';
 
 /** Redis could not store the delivery now (down, failing, too slow, full): the sender retries. */
@@ -30,6 +31,8 @@ const REDIS_ERROR_NAMES = new Set(['ReplyError', 'MaxRetriesPerRequestError', 'A
 export function classifyStoreError(error: unknown): Error {
   if (error instanceof StorageUnavailableError || error instanceof UnstorableDeliveryError)
     return error;
+  if (error instanceof DeadlineError)
+    return new StorageUnavailableError(error.message, { cause: error });
   if (error instanceof RangeError && /call stack/i.test(error.message)) {
     return new UnstorableDeliveryError('the delivery nests too deeply to be stored as sent', {
       cause: error,

@@ -131,11 +131,6 @@ export function createWorkerRedis(config: RedisConfig): RedisConnection {
   return connect(config, { maxRetriesPerRequest: null, retryStrategy: reconnect });
 }
 
-/**
- * Drops a connection that may already have ended. ioredis's disconnect() arms a 2 s timer that
- * only the socket's `close` event clears; after a refused connection the socket closed long ago,
- * so the timer kept a finished CLI (and Jest) alive for 2 s more.
- */
 /** Resolves once the connection is ready, or after `ms` whatever its state (never rejects). */
 export function readyWithin(redis: RedisConnection, ms: number): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
@@ -150,6 +145,39 @@ export function readyWithin(redis: RedisConnection, ms: number): Promise<void> {
   });
 }
 
+/** Redis did not become reachable in time: the message names the target and the cause. */
+export class RedisUnreachableError extends Error {
+  override name = 'RedisUnreachableError';
+}
+
+/**
+ * Resolves once the connection is ready; rejects with RedisUnreachableError after `ms`, naming
+ * `target` and the last connection error seen. For processes that cannot do anything useful
+ * without Redis at start (the sandbox): one clear line and an exit beat waiting for ever.
+ */
+export async function readyOrFail(
+  redis: RedisConnection,
+  ms: number,
+  target: string,
+): Promise<void> {
+  let cause: unknown;
+  const remember = (error: unknown) => (cause = error);
+  redis.on('error', remember);
+  await readyWithin(redis, ms);
+  // On failure the listener stays until the caller drops the connection: an 'error' with no
+  // listener would be printed by ioredis as "Unhandled error event".
+  if (redis.status === 'ready') redis.off('error', remember);
+  else {
+    const reason = cause instanceof Error ? cause.message : 'no answer';
+    throw new RedisUnreachableError(`cannot reach Redis at ${target} within ${ms} ms: ${reason}`);
+  }
+}
+
+/**
+ * Drops a connection that may already have ended. ioredis's disconnect() arms a 2 s timer that
+ * only the socket's `close` event clears; after a refused connection the socket closed long ago,
+ * so the timer kept a finished CLI (and Jest) alive for 2 s more.
+ */
 export function dropConnection(redis: RedisConnection): void {
   if (redis.status !== 'end') redis.disconnect();
 }

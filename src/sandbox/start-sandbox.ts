@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { Agent } from 'undici';
-import { createWorkerRedis } from '../redis/connections.js';
+import { createWorkerRedis, readyOrFail, redisTarget } from '../redis/connections.js';
+import { watchRedis } from '../redis/watch-redis.js';
 import { createKeyStore, type ApiKey, type KeyStore } from './api/keys.js';
 import { createSandboxApi } from './api/create-api.js';
 import { createRateLimiter } from './api/rate-limit.js';
@@ -27,6 +28,9 @@ export interface RunningSandbox {
   readonly info: SandboxInfo;
   close(): Promise<void>;
 }
+
+/** How long the sandbox waits for Redis at start before it gives up (exit 1). */
+const REDIS_START_WAIT_MS = 5_000;
 
 /** The ready key: the same one across restarts while it is not revoked. */
 async function readyKey(
@@ -58,17 +62,20 @@ export async function startSandbox(config: SandboxConfig, logger: Logger): Promi
     await mkdir(config.dir, { recursive: true });
     const certificate = await cdnCertificate(config.dir, [config.publicHost]);
     const redis = createWorkerRedis(config);
-    opened.push(() =>
-      redis.quit().catch(() => {
-        redis.disconnect();
-      }),
-    );
-    redis.on('error', (error: unknown) => {
-      logger.warn(
-        { reason: error instanceof Error ? error.message : String(error) },
-        'Redis unavailable',
-      );
+    opened.push(async () => {
+      // quit() waits in the offline queue of a connection that never came up: for ever.
+      if (redis.status === 'ready')
+        await redis.quit().catch(() => {
+          redis.disconnect();
+        });
+      else redis.disconnect();
     });
+    // Nothing works without Redis (keys, deliveries, limits): say so in one line and stop,
+    // rather than wait (and log) for ever for a Redis that may never come.
+    await readyOrFail(redis, REDIS_START_WAIT_MS, redisTarget(config));
+    // From here on an outage is one line when it starts and one when it ends.
+    const connection = watchRedis(redis, logger, 'sandbox', redisTarget(config));
+    connection.up();
     const audioDir = join(config.dir, 'audio');
     await mkdir(audioDir, { recursive: true });
     const cdn = await startCdn(audioDir, certificate, config.host, config.cdnPort).catch(
@@ -87,6 +94,7 @@ export async function startSandbox(config: SandboxConfig, logger: Logger): Promi
       timeScale: config.timeScale,
       deliveryTimeoutMs: config.deliveryTimeoutMs,
       logger,
+      connection,
     });
     opened.push(() => engine.close());
     const cdnDispatcher = new Agent({ connect: { ca: certificate.cert } });

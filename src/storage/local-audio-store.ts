@@ -32,6 +32,20 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/**
+ * True when the file is older than `ms`; false when it is gone. On a shared volume another pod
+ * renames its temp file away between our readdir and this stat: that ENOENT once made a worker
+ * exit "fatal" at start.
+ */
+async function olderThan(path: string, ms: number): Promise<boolean> {
+  try {
+    return Date.now() - (await stat(path)).mtimeMs > ms;
+  } catch (error: unknown) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+}
+
 async function fsyncDirectory(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
   try {
@@ -275,7 +289,7 @@ export async function createLocalAudioStore(dir: string): Promise<AudioStore> {
         const mine = host === HOST_TAG;
         const stale = mine
           ? Number(pid) === process.pid || !isAlive(Number(pid))
-          : Date.now() - (await stat(join(dir, name))).mtimeMs > FOREIGN_TEMP_MAX_AGE_MS;
+          : await olderThan(join(dir, name), FOREIGN_TEMP_MAX_AGE_MS);
         if (stale) {
           await unlink(join(dir, name)).catch(() => undefined);
           removed.push(name);

@@ -2,7 +2,8 @@ import { UnrecoverableError, Worker, type Telemetry } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Registry } from 'prom-client';
-import { createRegistry } from '../metrics.js';
+import { createRegistry, QUEUE_COUNTS_DEADLINE_MS } from '../metrics.js';
+import { withDeadline } from '../redis/deadline.js';
 import {
   createDeliveryQueue,
   DELIVERY_QUEUE,
@@ -54,6 +55,12 @@ export async function startWorkers(
 ): Promise<RunningWorkers> {
   const redis = createWorkerRedis(config);
   const connection = watchRedis(redis, logger, 'worker', redisTarget(config));
+  // BullMQ repeats its connections' errors on the Queue and the Worker: an outage is logged
+  // once, by state, however many objects report it.
+  const reportError = (error: unknown, msg: string) => {
+    if (isConnectionError(error)) connection.down(error);
+    else logger.error({ err: error }, msg);
+  };
   const context = await createWorkerContext(config, logger, redis, {
     hooks: withDefaults(options.hooks),
     store: options.store,
@@ -65,11 +72,19 @@ export async function startWorkers(
 
   // For counts only (liveness, /metrics): shares the worker's connection.
   const queue = createDeliveryQueue({ connection: redis, prefix: config.queuePrefix });
+  queue.on('error', (error: unknown) => {
+    reportError(error, 'queue error');
+  });
   const liveness = createLiveness({
     stallMs: config.workerStallMs,
     concurrency: config.workerConcurrency,
+    // Bounded: a probe that hangs on Redis gets the worker restarted for an outage.
     readyJobs: async () => {
-      const counts = await queue.getJobCounts('waiting', 'prioritized');
+      const counts = await withDeadline(
+        queue.getJobCounts('waiting', 'prioritized'),
+        QUEUE_COUNTS_DEADLINE_MS,
+        'the queue counts',
+      );
       return (counts.waiting ?? 0) + (counts.prioritized ?? 0);
     },
     isPaused: () => worker.isPaused(),
@@ -118,9 +133,7 @@ export async function startWorkers(
     );
   });
   worker.on('error', (error) => {
-    // BullMQ repeats its connections' errors here: an outage is logged once, by state.
-    if (isConnectionError(error)) connection.down(error);
-    else logger.error({ err: error }, 'worker error');
+    reportError(error, 'worker error');
   });
 
   return {

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -82,4 +82,13 @@ it('removes only temps whose writer is dead', async () => {
   const store = await createLocalAudioStore(dir);
   expect(await store.removeStaleTemps()).toEqual([dead]);
   expect(readdirSync(dir).sort()).toEqual([alive, foreign, 'keep.mp3'].sort());
+});
+
+it('a foreign temp gone between readdir and stat (another pod finished) is skipped, not fatal', async () => {
+  const dir = fresh();
+  const store = await createLocalAudioStore(dir);
+  // A dangling link is exactly what stat sees when the file was renamed away after readdir.
+  const vanished = '.partial-00000000-1-dd';
+  symlinkSync(join(dir, 'renamed-away'), join(dir, vanished));
+  expect(await store.removeStaleTemps()).toEqual([]);
 });

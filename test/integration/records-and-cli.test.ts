@@ -150,10 +150,24 @@ describe('CLI errors', () => {
     [['send', 'key.revoked', '--data', '[1]']],
     [['send', 'key.revoked', '--url', 'notaurl']],
     [['send', 'key.revoked', '--url', 'ftp://127.0.0.1/webhooks']],
-  ])('usage error for %j: exit 2 and the usage text', async (args) => {
+  ])('usage error for %j: exit 2 and one line that says where the usage is', async (args) => {
     const { code, stdout, stderr } = await p.cli(...args);
     expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
-    expect(stderr).toMatch(/^audio-webhooks: .+\n(\n|$)/);
+    expect(stderr).toMatch(/^audio-webhooks: [^\n]+ \(see: audio-webhooks help( [a-z-]+)?\)\n$/);
+  });
+
+  it('a missing PROVIDER_BASE_URL is one line saying what to set, not the usage text', async () => {
+    let stderr = '';
+    const code = await runCli(
+      ['voices'],
+      { REDIS_URL: process.env.REDIS_URL ?? '' },
+      { out: () => undefined },
+      { out: (t) => (stderr += t) },
+    );
+    expect(code).toBe(2);
+    expect(stderr).toBe(
+      "audio-webhooks: PROVIDER_BASE_URL is not set: set it to the provider's {base_url} (e.g. in .env)\n",
+    );
   });
 
   it.each([[['help']], [['--help']], [['-h']]])(
@@ -192,7 +206,7 @@ describe('CLI errors', () => {
   it('send --url notaurl says what is wrong with it', async () => {
     const { stderr } = await p.cli('send', 'key.revoked', '--url', 'notaurl');
     expect(stderr).toMatch(
-      /^audio-webhooks: --url must be an http:\/\/ or https:\/\/ URL, not "notaurl"\n/,
+      /^audio-webhooks: --url must be an http:\/\/ or https:\/\/ URL, not "notaurl" \(see: audio-webhooks help send\)\n$/,
     );
   });
 
@@ -206,7 +220,7 @@ describe('CLI errors', () => {
     );
     expect(code).toBe(2);
     expect(stderr).toMatch(
-      /^audio-webhooks: no signing secret: pass --secret or set WEBHOOK_SECRETS\n/,
+      /^audio-webhooks: no signing secret: pass --secret or set WEBHOOK_SECRETS \(see: audio-webhooks help send\)\n$/,
     );
   });
 

@@ -15,8 +15,10 @@ function startCluster(
   port: number,
   processes = 2,
   redisUrl = process.env.REDIS_URL ?? '',
+  extra: Record<string, string> = {},
 ): ServiceProcess {
   const service = spawnService({
+    ...extra,
     WEBHOOK_SECRETS: TEST_SECRET,
     REDIS_URL: redisUrl,
     QUEUE_PREFIX: `cluster-${randomUUID()}`,
@@ -160,3 +162,121 @@ it('Redis down at start: the processes join the port within 2 s and answer 503 w
   service.child.kill('SIGTERM');
   expect(await service.exited).toBe(0);
 });
+
+/** The value of the sample of `metric` whose labels include every one of `labels`. */
+function sample(
+  text: string,
+  metric: string,
+  labels: Record<string, string> = {},
+): number | undefined {
+  for (const line of text.split('\n')) {
+    const match = /^([a-z_]+)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (match?.[1] !== metric) continue;
+    const set = match[2] ?? '';
+    if (Object.entries(labels).every(([name, value]) => set.includes(`${name}="${value}"`)))
+      return Number(match[3]);
+  }
+  return undefined;
+}
+
+const get = (port: number, path: string, headers: Record<string, string> = {}) =>
+  fetch(`http://127.0.0.1:${port}${path}`, { headers: { connection: 'close', ...headers } });
+
+it('WEB_CONCURRENCY=2: /metrics is the whole receiver, the same totals on every scrape', async () => {
+  const port = await freePort();
+  // debug: the probes' request lines say which process answered each scrape.
+  const service = startCluster(port, 2, undefined, { LOG_LEVEL: 'debug' });
+  await startedPids(service, 2);
+  for (let i = 0; i < 6; i++) expect(await post(port, `key_m${String(i)}`)).toBe(202);
+  const accepted: (number | undefined)[] = [];
+  const backlog: (number | undefined)[] = [];
+  for (let i = 0; i < 30; i++) {
+    const text = await (await get(port, '/metrics')).text();
+    accepted.push(
+      sample(text, 'webhook_deliveries_total', { outcome: 'accepted', event: 'key.revoked' }),
+    );
+    backlog.push(sample(text, 'webhook_queue_backlog'));
+  }
+  // Before, each scrape saw one process's share: 2, 4, 2, 4…
+  expect(accepted).toEqual(Array(30).fill(6));
+  // Every process reads the same queue: its gauges are not summed (that would say 12).
+  expect(backlog).toEqual(Array(30).fill(6));
+  const scraped = service.logs.filter(
+    (line) => line.msg === 'request completed' && (line.req as { url?: string }).url === '/metrics',
+  );
+  expect(new Set(scraped.map((line) => line.pid)).size).toBe(2);
+});
+
+it('INTERNAL_PORT: metrics and the dashboard only there; the public /readyz names no address', async () => {
+  const [port, internalPort] = [await freePort(), await freePort()];
+  const service = startCluster(port, 2, undefined, {
+    INTERNAL_PORT: String(internalPort),
+    ADMIN_PASSWORD: 'a-long-dashboard-password',
+  });
+  await startedPids(service, 2);
+  expect(await post(port, 'key_internal')).toBe(202);
+  expect((await get(port, '/metrics')).status).toBe(404);
+  expect((await get(port, '/admin/queues')).status).toBe(404);
+  expect(await (await get(port, '/readyz')).json()).toEqual({
+    status: 'ready',
+    redis: { topology: 'single' },
+  });
+  const text = await (await get(internalPort, '/metrics')).text();
+  expect(sample(text, 'webhook_deliveries_total', { outcome: 'accepted' })).toBe(1);
+  expect((await get(internalPort, '/admin/queues')).status).toBe(401);
+  expect((await get(internalPort, '/webhooks')).status).toBe(404);
+  const internalReady = (await (await get(internalPort, '/readyz')).json()) as {
+    redis: { primary: string };
+  };
+  expect(internalReady.redis.primary).toMatch(/^[\d.:a-f]+:\d+$/);
+  service.child.kill('SIGTERM');
+  expect(await service.exited).toBe(0);
+});
+
+it('dashboard guessing: 40 parallel wrong passwords against 2 processes admit 10; then even the right one gets 429', async () => {
+  const port = await freePort();
+  const password = 'the-right-dashboard-password';
+  const service = startCluster(port, 2, undefined, { ADMIN_PASSWORD: password });
+  await startedPids(service, 2);
+  const basic = (secret: string) => ({
+    authorization: `Basic ${Buffer.from(`admin:${secret}`).toString('base64')}`,
+  });
+  // The right password works before any guess (and does not use up a guess).
+  expect((await get(port, '/admin/queues', basic(password))).status).toBe(200);
+  const statuses = await Promise.all(
+    Array.from({ length: 40 }, (_unused, i) =>
+      get(port, '/admin/queues', basic(`guess-${String(i)}`)),
+    ),
+  ).then((answers) => answers.map((res) => res.status));
+  expect(statuses.filter((status) => status === 401)).toHaveLength(10);
+  expect(statuses.filter((status) => status === 429)).toHaveLength(30);
+  const judged = service.logs.filter((line) => line.msg === 'dashboard login failed');
+  expect(new Set(judged.map((line) => line.pid)).size).toBe(2);
+
+  const locked = await get(port, '/admin/queues', basic(password));
+  expect(locked.status).toBe(429);
+  const retryAfter = Number(locked.headers.get('retry-after'));
+  expect(retryAfter).toBeGreaterThan(800);
+  expect(retryAfter).toBeLessThanOrEqual(900);
+  expect(await locked.json()).toEqual({ detail: expect.stringMatching(/too many wrong/) });
+  service.child.kill('SIGTERM');
+  expect(await service.exited).toBe(0);
+});
+
+it('a receiver process that keeps dying soon after it starts is replaced with a growing delay', async () => {
+  const port = await freePort();
+  const service = startCluster(port);
+  const [first] = await startedPids(service, 2);
+  process.kill(first ?? 0, 'SIGKILL');
+  const [, , second] = await startedPids(service, 3);
+  process.kill(second ?? 0, 'SIGKILL');
+  const [, , , third] = await startedPids(service, 4);
+  process.kill(third ?? 0, 'SIGKILL');
+  await startedPids(service, 5);
+  const delays = service.logs
+    .filter((line) => line.msg === 'receiver process died; replacing it')
+    .map((line) => line.restartInMs);
+  expect(delays).toEqual([0, 1000, 2000]);
+  service.child.kill('SIGTERM');
+  expect(await service.exited).toBe(0);
+}, 60_000);

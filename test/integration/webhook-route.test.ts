@@ -247,6 +247,13 @@ describe('hostile input (regressions)', () => {
     }
   });
 
+  it('200 ignored, not 400: a signed unknown event nested 10,000 deep is acknowledged, not stored', async () => {
+    const raw = nestedBody(10_000).replace('audio.failed', 'voice.cloned');
+    const res = await post(raw).expect(200);
+    expect(res.body).toEqual({ received: true, ignored: true });
+    expect(await jobs()).toHaveLength(0);
+  });
+
   it.each([['a\\ud800'], ['a\\udbff'], ['\\udc00b']])(
     '400: an id with a lone surrogate (%s) is not well-formed Unicode',
     async (escaped) => {

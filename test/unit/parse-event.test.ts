@@ -54,10 +54,20 @@ describe('parseEvent', () => {
       /well-formed Unicode/,
     ],
     ['10,000 nested arrays in an extra field', nested(10_000), /nests deeper than 32 levels/],
-    ['a million open brackets', Buffer.from('['.repeat(1_000_000)), /nests deeper/],
+    ['a million open brackets', Buffer.from('['.repeat(1_000_000)), /not valid UTF-8 JSON/],
   ])('refuses %s', (_name, body, message) => {
     const parsed = parseEvent(Buffer.isBuffer(body) ? body : bytes(body));
     expect(parsed).toEqual({ ok: false, detail: expect.stringMatching(message) });
+  });
+
+  it('acknowledges an unknown event however deep it nests: the bound is for what is stored', () => {
+    const deep = `{"event":"voice.cloned","data":{"id":"v1","extra":${'['.repeat(10_000)}${']'.repeat(10_000)}}}`;
+    expect(parseEvent(Buffer.from(deep))).toEqual({
+      ok: true,
+      known: false,
+      event: 'voice.cloned',
+      id: 'v1',
+    });
   });
 
   it('takes a paired surrogate (an emoji) in the id', () => {

@@ -3,6 +3,7 @@ import { Queue, Worker } from 'bullmq';
 import type { RedisConnection } from '../../redis/connections.js';
 import type { Logger } from 'pino';
 import { request } from 'undici';
+import { isConnectionError, type ConnectionLog } from '../../redis/watch-redis.js';
 import { createDeliveryRecords, type Attempt, type DeliveryRecord } from './delivery-records.js';
 import { signAttempt, type Fault } from './faults.js';
 
@@ -18,6 +19,8 @@ export interface EngineOptions {
   readonly timeScale: number;
   readonly deliveryTimeoutMs: number;
   readonly logger: Logger;
+  /** Where a Redis outage is logged, once per change of state. */
+  readonly connection?: ConnectionLog;
   /** Attempts in flight at once (different deliveries). */
   readonly concurrency?: number;
 }
@@ -102,9 +105,13 @@ export function createDeliveryEngine(options: EngineOptions) {
       },
     },
   );
-  worker.on('error', (error) => {
-    logger.warn({ err: error }, 'delivery worker error');
-  });
+  // BullMQ repeats its connection's errors on both: an outage is the connection log's one line.
+  const reportError = (error: unknown) => {
+    if (isConnectionError(error)) options.connection?.down(error);
+    else logger.warn({ err: error }, 'delivery engine error');
+  };
+  worker.on('error', reportError);
+  queue.on('error', reportError);
 
   return {
     records,
