@@ -26,6 +26,8 @@ export type { Hooks, HookContext } from './workers/hooks.js';
 export type { AudioStore, AudioMetadata } from './storage/audio-store.js';
 export { StorageError } from './storage/storage-errors.js';
 export { createLocalAudioStore } from './storage/local-audio-store.js';
+export { createLocalBlobArea } from './storage/local-blob-area.js';
+export type { BlobArea } from './provider/tts-cache.js';
 export {
   createProviderClient,
   type ProviderClient,

@@ -36,8 +36,8 @@ export interface SettingSpec {
 
 /**
  * EVERY SETTING, DECLARED ONCE. The Config type follows from this table; a test checks that
- * .env.example, the README's configuration table and CONTRACT.md name the same variables with
- * the same defaults. Add a setting here and those three tell you where else to write it.
+ * .env.example and the README's configuration table name the same variables with the same
+ * defaults and readers. Add a setting here and those two tell you where else to write it.
  */
 export const SETTINGS = {
   WEBHOOK_SECRETS: {

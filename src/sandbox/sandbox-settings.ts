@@ -23,7 +23,7 @@ export interface SandboxSettingSpec extends SettingSpec {
 }
 
 /**
- * The sandbox's settings (CONTRACT, "The provider sandbox"), declared once: flag, variable,
+ * The sandbox's settings (README, "The provider sandbox"), declared once: flag, variable,
  * default, doc. REDIS_URL and WEBHOOK_SECRETS come from the service's own table.
  */
 export const SANDBOX_SETTINGS = {

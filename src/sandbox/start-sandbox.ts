@@ -16,7 +16,7 @@ import { startCdn } from './cdn/cdn-server.js';
 import { createDeliveryEngine } from './delivery/delivery-engine.js';
 import { originOf, type SandboxConfig } from './sandbox-settings.js';
 
-/** What `<dir>/sandbox.json` holds and the sandbox prints (CONTRACT). */
+/** What `<dir>/sandbox.json` holds and the sandbox prints (README, "The provider sandbox"). */
 export interface SandboxInfo {
   readonly api: string;
   readonly cdn: string;

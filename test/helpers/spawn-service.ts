@@ -8,6 +8,8 @@ export interface ServiceProcess {
   readonly logs: Record<string, unknown>[];
   /** Resolves with the first log line (past or future) whose msg matches. */
   waitForLog(msg: string | RegExp): Promise<Record<string, unknown>>;
+  /** Resolves once `condition` holds, checked now and after every log line. */
+  until(condition: () => boolean): Promise<void>;
   /** Resolves with the exit code. */
   readonly exited: Promise<number | null>;
   /** Everything written to standard error so far. */
@@ -33,6 +35,7 @@ export function spawnService(
     typeof line.msg === 'string' &&
     (typeof match === 'string' ? line.msg === match : match.test(line.msg));
   let stderr = '';
+  const checks: { condition: () => boolean; resolve: () => void }[] = [];
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   createInterface({ input: child.stdout }).on('line', (text) => {
     let line: Record<string, unknown>;
@@ -46,6 +49,10 @@ export function spawnService(
       waiters.splice(waiters.indexOf(waiter), 1);
       waiter.resolve(line);
     }
+    for (const check of checks.filter((c) => c.condition())) {
+      checks.splice(checks.indexOf(check), 1);
+      check.resolve();
+    }
   });
   const exited = new Promise<number | null>((resolve) =>
     child.once('exit', (code) => {
@@ -57,6 +64,15 @@ export function spawnService(
     logs,
     exited,
     stderr: () => stderr,
+    until(condition) {
+      if (condition()) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        checks.push({ condition, resolve });
+        void exited.then((code) => {
+          reject(new Error(`service exited (${code}) before the condition held: ${stderr}`));
+        });
+      });
+    },
     waitForLog(match) {
       const seen = logs.find((line) => matches(line, match));
       if (seen) return Promise.resolve(seen);

@@ -122,7 +122,17 @@ it('the receiver: ROLE=web, readiness /readyz, liveness /healthz, a preStop paus
   const c = container(receiver);
   expect(env(c, 'ROLE')).toBe('web');
   const port = Number(env(c, 'PORT'));
-  expect(c.ports).toEqual([{ name: 'http', containerPort: port }]);
+  const internalPort = Number(env(c, 'INTERNAL_PORT'));
+  expect(internalPort).toBeGreaterThan(0);
+  expect(internalPort).not.toBe(port);
+  expect(c.ports).toEqual([
+    { name: 'http', containerPort: port },
+    { name: 'internal', containerPort: internalPort },
+  ]);
+  // Prometheus scrapes the internal port; the Service (below) exposes only the public one.
+  expect(receiver.spec?.template.metadata?.annotations?.['prometheus.io/port']).toBe(
+    String(internalPort),
+  );
   expect(c.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
   expect(c.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
   expect(c.lifecycle?.preStop?.exec?.command).toEqual(['sleep', '5']);

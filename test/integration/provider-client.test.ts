@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,6 +8,7 @@ import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { serve } from '../../src/http/serve';
 import { createProviderClient } from '../../src/provider/create-provider-client';
+import { createLocalBlobArea } from '../../src/storage/local-blob-area';
 import { ProviderError } from '../../src/provider/provider-errors';
 import { freePort } from '../helpers/private-redis';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox-process';
@@ -270,10 +272,10 @@ it('5. the same text and voice 10 times at once from 2 processes: one request, b
   const out = mkdtempSync(join(tmpdir(), 'aw-same-'));
   const script = `
     const { Redis } = require('ioredis');
-    const { createProviderClient } = require(${JSON.stringify(DIST)});
+    const { createProviderClient, createLocalBlobArea } = require(${JSON.stringify(DIST)});
     (async () => {
       const redis = new Redis(process.env.REDIS_URL);
-      const client = await createProviderClient({ baseUrl: process.env.BASE, keys: [{ id: process.env.KEY_ID, token: process.env.TOKEN }], redis, prefix: process.env.PREFIX });
+      const client = await createProviderClient({ baseUrl: process.env.BASE, keys: [{ id: process.env.KEY_ID, token: process.env.TOKEN }], redis, prefix: process.env.PREFIX, cacheArea: createLocalBlobArea(process.env.CACHE) });
       const results = await Promise.all(Array.from({ length: 5 }, () => client.tts({ text: 'the same words', voice: 'river' })));
       results.forEach((r, i) => require('fs').writeFileSync(process.env.OUT + '/' + process.env.N + '-' + i + '.wav', r.audio));
       await client.close(); redis.disconnect();
@@ -289,6 +291,7 @@ it('5. the same text and voice 10 times at once from 2 processes: one request, b
         TOKEN: sbx.info.key.token,
         PREFIX: prefix,
         OUT: out,
+        CACHE: join(out, '.tts-cache'),
         N: String(n),
       },
       stdio: ['ignore', 'inherit', 'inherit'],
@@ -297,7 +300,9 @@ it('5. the same text and voice 10 times at once from 2 processes: one request, b
   });
   expect(await Promise.all(runs)).toEqual([0, 0]);
   expect((await log()).filter((r) => r.endpoint === '/v1/tts')).toHaveLength(1);
-  const files = readdirSync(out).map((name) => readFileSync(join(out, name)));
+  const files = readdirSync(out)
+    .filter((name) => name.endsWith('.wav'))
+    .map((name) => readFileSync(join(out, name)));
   expect(files).toHaveLength(10);
   for (const file of files) expect(file.equals(files[0]!)).toBe(true);
 });
@@ -337,4 +342,75 @@ it('6. tts --file with 25 lines: one request at a time; killed after 10, run aga
     if (byArrival[i - 1]!.at < all[requestsBefore]!.at) continue;
     expect(byArrival[i]!.at).toBeGreaterThanOrEqual(byArrival[i - 1]!.done);
   }
+});
+
+it("7. the TTS cache keeps the audio out of the queue's Redis: only a small index entry there", async () => {
+  const cacheDir = mkdtempSync(join(tmpdir(), 'aw-cache-'));
+  const cached = await createProviderClient({
+    baseUrl: sbx.info.api,
+    keys: [sbx.info.key],
+    redis,
+    prefix,
+    windowMs: WINDOW_MS,
+    cacheArea: createLocalBlobArea(cacheDir),
+  });
+  cleanups.push(() => cached.close());
+  const texts = ['first words', 'second words', 'third words'];
+  const fresh = await Promise.all(texts.map((text) => cached.tts({ text, voice: 'river' })));
+  const again = await Promise.all(texts.map((text) => cached.tts({ text, voice: 'river' })));
+  expect(again.map((r) => r.cached)).toEqual([true, true, true]);
+  again.forEach((r, i) => {
+    expect(r.audio.equals(fresh[i]!.audio)).toBe(true);
+  });
+  expect((await log()).filter((r) => r.endpoint === '/v1/tts')).toHaveLength(3);
+  // Every key the client wrote under the prefix is small: the bodies (tens of KB) are not there.
+  const keys = await redis.keys(`${prefix}:*`);
+  expect(keys.length).toBeGreaterThan(0);
+  const sizes = await Promise.all(
+    keys.map(async (key) => Number(await redis.memory('USAGE', key))),
+  );
+  expect(Math.max(...sizes)).toBeLessThan(1024);
+  expect(Math.min(...fresh.map((r) => r.audio.length))).toBeGreaterThan(4096);
+  expect(readdirSync(cacheDir).filter((name) => !name.startsWith('.'))).toHaveLength(3);
+});
+
+it('8. a process killed while it holds the TTS lease stalls the others about 2 s, not a minute', async () => {
+  // A provider whose first answer never comes: the first CLI holds the lease when it is killed.
+  let calls = 0;
+  let signalArrived!: () => void;
+  const arrived = new Promise<void>((resolve) => (signalArrived = resolve));
+  const wav = randomBytes(20_000);
+  const provider = await serve(
+    (req, res) => {
+      calls++;
+      if (calls === 1) {
+        signalArrived();
+        return; // never answered
+      }
+      req.resume();
+      res.writeHead(200, { 'content-type': 'audio/wav' }).end(wav);
+    },
+    0,
+    '127.0.0.1',
+  );
+  cleanups.push(() => provider.close());
+  const audioDir = mkdtempSync(join(tmpdir(), 'aw-lease-'));
+  const env = {
+    PROVIDER_BASE_URL: `http://127.0.0.1:${String(provider.port)}`,
+    PROVIDER_API_KEYS: 'key_a=sk_a',
+    AUDIO_DIR: audioDir,
+  };
+  const args = ['tts', 'held by the dead', '--voice', 'sage', '--out'];
+  const first = cli([...args, join(audioDir, 'first.wav')], env);
+  await arrived;
+  first.child.kill('SIGKILL');
+  await first.exited;
+  const started = performance.now();
+  const second = await cli([...args, join(audioDir, 'second.wav')], env).exited;
+  const ms = performance.now() - started;
+  expect(second.code).toBe(0);
+  expect(readFileSync(join(audioDir, 'second.wav')).equals(wav)).toBe(true);
+  // The lease lives 2 s unless renewed; the rest is the CLI's own start-up.
+  expect(ms).toBeLessThan(5_000);
+  expect(calls).toBe(2);
 });

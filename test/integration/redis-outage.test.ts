@@ -59,6 +59,12 @@ it('answers 503 within about a second when Redis hangs, never a 2xx', async () =
     const [res, ms] = await timed(() => post(receiver!.app, sampleDelivery('key.revoked')));
     expect(res.status).toBe(503);
     expect(ms).toBeLessThan(2500);
+    // The stalled store is in the histogram too: a Redis that hangs must not look healthy.
+    const histogram = await receiver.metrics.registry.getSingleMetricAsString(
+      'webhook_enqueue_duration_seconds',
+    );
+    expect(histogram).toMatch(/webhook_enqueue_duration_seconds_count\{result="failed"\} 1\n/);
+    expect(histogram).toMatch(/webhook_enqueue_duration_seconds_sum\{result="failed"\} (0\.9|1\.|2\.)/);
   } finally {
     redis.thaw();
   }
@@ -110,7 +116,7 @@ it('starts with Redis down without crashing, reports not ready, and recovers', a
   expect(ms).toBeLessThan(2000);
   await request(app)
     .get('/readyz')
-    .expect(503, { detail: 'Redis unavailable', redis: { topology: 'single', primary: null } });
+    .expect(503, { detail: 'Redis unavailable', redis: { topology: 'single' } });
 
   await redis.start();
   await once(receiver.redis, 'ready');

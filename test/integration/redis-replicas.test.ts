@@ -86,15 +86,17 @@ describe('REDIS_WAIT_REPLICAS', () => {
 });
 
 describe('REDIS_SENTINELS', () => {
-  it('finds the primary through a Sentinel; /readyz names it', async () => {
+  it("finds the primary through a Sentinel; INTERNAL_PORT's /readyz names it", async () => {
     const sentinel = await startPrivateSentinel(primary.port);
     try {
       receiver = await createTestReceiver({
         REDIS_URL: 'redis://127.0.0.1:1', // only credentials would come from here
         REDIS_SENTINELS: `127.0.0.1:${sentinel.port}`,
+        INTERNAL_PORT: '9464',
       });
       await post(receiver.listener, sampleDelivery('key.revoked')).expect(202);
-      const ready = await request(receiver.listener).get('/readyz').expect(200);
+      if (receiver.internal === undefined) throw new Error('INTERNAL_PORT builds an internal app');
+      const ready = await request(receiver.internal).get('/readyz').expect(200);
       expect(ready.body).toEqual({
         status: 'ready',
         redis: { topology: 'sentinel', primary: `127.0.0.1:${primary.port}` },

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { provideRedis } from '../helpers/global-setup';
 import { HOW_TO_PROVIDE_REDIS, startPrivateRedis } from '../helpers/private-redis';
 
-// CONTRACT, "Redis for tests": with neither a reachable REDIS_URL nor redis-server on PATH,
+// README, "Development": with neither a reachable REDIS_URL nor redis-server on PATH,
 // `npm test` fails at once with a message that says how to provide Redis.
 function withEnv(name: string, value: string, work: () => Promise<unknown>): Promise<unknown> {
   const saved = process.env[name];

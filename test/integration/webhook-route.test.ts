@@ -365,14 +365,27 @@ describe('secret rotation and clock skew, seen in /metrics', () => {
 });
 
 describe('other routes', () => {
-  it('GET /healthz and /readyz answer 200 with Redis up', async () => {
+  it('GET /healthz and /readyz answer 200 with Redis up; the public /readyz names no address', async () => {
     await request(receiver.listener).get('/healthz').expect(200, { status: 'ok' });
-    const port = new URL(process.env.REDIS_URL ?? '').port;
     const res = await request(receiver.listener).get('/readyz').expect(200);
-    expect(res.body).toEqual({
-      status: 'ready',
-      redis: { topology: 'single', primary: expect.stringMatching(new RegExp(`:${port}$`)) },
-    });
+    expect(res.body).toEqual({ status: 'ready', redis: { topology: 'single' } });
+  });
+
+  it("INTERNAL_PORT's /readyz names the Redis server the writes go to", async () => {
+    const split = await createTestReceiver({ INTERNAL_PORT: '9464' });
+    try {
+      const port = new URL(process.env.REDIS_URL ?? '').port;
+      if (split.internal === undefined) throw new Error('INTERNAL_PORT builds an internal app');
+      const res = await request(split.internal).get('/readyz').expect(200);
+      expect(res.body).toEqual({
+        status: 'ready',
+        redis: { topology: 'single', primary: expect.stringMatching(new RegExp(`:${port}$`)) },
+      });
+      await request(split.listener).get('/metrics').expect(404);
+      await request(split.internal).get('/metrics').expect(200);
+    } finally {
+      await split.close();
+    }
   });
 
   it('GET /readyz answers 503 once shutdown began', async () => {
