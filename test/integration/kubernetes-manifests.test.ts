@@ -130,9 +130,9 @@ it('the receiver: ROLE=web, readiness /readyz, liveness /healthz, a preStop paus
     { name: 'internal', containerPort: internalPort },
   ]);
   // Prometheus scrapes the internal port; the Service (below) exposes only the public one.
-  expect(receiver.spec?.template.metadata?.annotations?.['prometheus.io/port']).toBe(
-    String(internalPort),
-  );
+  const annotations = (receiver.spec as { template: { metadata: { annotations: object } } })
+    .template.metadata.annotations;
+  expect(annotations).toMatchObject({ 'prometheus.io/port': String(internalPort) });
   expect(c.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
   expect(c.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
   expect(c.lifecycle?.preStop?.exec?.command).toEqual(['sleep', '5']);

@@ -97,7 +97,6 @@ it('a 10 s Redis outage under ROLE=all: one warning per connection when it start
   expect(loud).toHaveLength(2);
   expect(service?.stderr()).toBe('');
   expect(during.every((a) => a.status === 200 && a.ms < 3_500)).toBe(true);
-  // eslint-disable-next-line no-console -- the figure the issue asks for
   console.log(
     `outage of 10 s: ${String(lines.length)} log lines in all, ${String(loud.length)} warnings`,
   );
