@@ -24,7 +24,8 @@ COPY bin ./bin
 RUN mkdir -p /app/data/audio /app/data/sandbox && chown -R node:node /app/data
 USER node
 ENV PORT=3000 AUDIO_DIR=/app/data/audio
-EXPOSE 3000
+# 3000: the deliveries (PORT); 9464: metrics and the dashboard when INTERNAL_PORT=9464 (compose, Kubernetes)
+EXPOSE 3000 9464
 # Liveness only; the load balancer should use /readyz. Node's fetch: the slim image has no curl.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+process.env.PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]

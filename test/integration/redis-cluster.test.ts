@@ -11,6 +11,7 @@ import { serve } from '../../src/http/serve';
 import { createLogger } from '../../src/logger';
 import { createProviderClient } from '../../src/provider/create-provider-client';
 import { createReceiver, type Receiver } from '../../src/receiver';
+import { createLocalBlobArea } from '../../src/storage/local-blob-area';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { startWorkers } from '../../src/workers/start-workers';
 import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
@@ -181,6 +182,7 @@ it('the sandbox and the provider client run on the Cluster too', async () => {
       keys: [sandbox.info.key],
       redis: cluster,
       prefix,
+      cacheArea: createLocalBlobArea(mkdtempSync(join(tmpdir(), 'aw-cluster-cache-'))),
     });
     const first = await client.tts({ text: 'on a cluster', voice: 'alloy' });
     const again = await client.tts({ text: 'on a cluster', voice: 'alloy' });
