@@ -63,18 +63,17 @@ async function main(): Promise<void> {
           config.workerHealthPort,
           config.host,
         );
+  const internal = web?.internal;
   reportStartup(config, logger, {
     dotenv,
     ...(web ? { listen: `${config.host}:${web.server.port}` } : {}),
-    ...(web?.internal ? { internal: `${config.host}:${web.internal.port}` } : {}),
+    ...(internal ? { internal: `${config.host}:${internal.port}` } : {}),
   });
 
   // Stop intake first, then let active jobs finish, then close the receiver's Redis connection.
   const steps: ShutdownStep[] = [
     ...(web ? [{ name: 'http', run: () => web.server.close() }] : []),
-    ...(web?.internal
-      ? [{ name: 'internal http', run: () => web.internal?.close() ?? Promise.resolve() }]
-      : []),
+    ...(internal ? [{ name: 'internal http', run: () => internal.close() }] : []),
     ...(workers ? [{ name: 'workers', run: () => workers.close() }] : []),
     ...(workerHealth ? [{ name: 'worker health', run: () => workerHealth.close() }] : []),
     ...(web ? [{ name: 'redis', run: () => web.receiver.close() }] : []),

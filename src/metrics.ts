@@ -1,6 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { DeliveryQueue } from './queue/delivery-queue.js';
-import { withDeadline } from './redis/deadline.js';
+import type { JobCounts } from './queue/job-counts.js';
 
 export type DeliveryOutcome =
   | 'accepted'
@@ -38,26 +37,16 @@ const BACKLOG_STATES = ['waiting', 'prioritized', 'delayed'] as const;
 export const BACKLOG_METRIC = 'webhook_queue_backlog';
 
 /**
- * How long a scrape waits for the queue's counts. Prometheus's own scrape timeout is 10 s by
- * default; a scrape that answers with the last values beats one that times out.
- */
-export const QUEUE_COUNTS_DEADLINE_MS = 2_000;
-
-/**
  * Gauges read from Redis only when Prometheus scrapes: the queue by state, and the backlog the
  * workers are scaled on, from ONE getJobCounts per scrape (prom-client collects both at once, so
- * they share the call in flight). During a Redis outage a scrape still answers within
- * QUEUE_COUNTS_DEADLINE_MS; they keep their values. Every receiver process reads the same queue,
+ * they share the call in flight). During a Redis outage a scrape still answers (job-counts.ts);
+ * they keep their values. Every receiver process reads the same queue,
  * so across processes these are the same number, not parts of a sum: aggregated by `max`.
  */
-function registerQueueGauges(registry: Registry, queue: DeliveryQueue): void {
+function registerQueueGauges(registry: Registry, jobCounts: JobCounts): void {
   let inFlight: Promise<Record<string, number> | undefined> | undefined;
   const counts = () =>
-    (inFlight ??= withDeadline(
-      queue.getJobCounts(...QUEUE_STATES),
-      QUEUE_COUNTS_DEADLINE_MS,
-      'the queue counts',
-    )
+    (inFlight ??= jobCounts(...QUEUE_STATES)
       .catch(() => undefined)
       .finally(() => {
         inFlight = undefined;
@@ -89,11 +78,11 @@ function registerQueueGauges(registry: Registry, queue: DeliveryQueue): void {
   });
 }
 
-/** Process metrics, plus the queue's gauges when given the queue: the worker's /metrics. */
-export function createRegistry(queue?: DeliveryQueue): Registry {
+/** Process metrics, plus the queue's gauges when given its counts: the worker's /metrics. */
+export function createRegistry(jobCounts?: JobCounts): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  if (queue) registerQueueGauges(registry, queue);
+  if (jobCounts) registerQueueGauges(registry, jobCounts);
   return registry;
 }
 
@@ -101,8 +90,8 @@ export function createRegistry(queue?: DeliveryQueue): Registry {
  * A registry per app (no global singletons), so tests and the benchmark can build many apps in
  * one process.
  */
-export function createMetrics(queue?: DeliveryQueue): Metrics {
-  const registry = createRegistry(queue);
+export function createMetrics(jobCounts?: JobCounts): Metrics {
+  const registry = createRegistry(jobCounts);
   return {
     registry,
     deliveries: new Counter({

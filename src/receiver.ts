@@ -7,6 +7,7 @@ import { createHttp } from './app.js';
 import type { Config } from './config.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createDeliveryQueue, type DeliveryQueue } from './queue/delivery-queue.js';
+import { boundedJobCounts } from './queue/job-counts.js';
 import { createWebRedis, redisTarget } from './redis/connections.js';
 import { createReplicaWait } from './redis/replica-wait.js';
 import { watchRedis } from './redis/watch-redis.js';
@@ -51,7 +52,7 @@ export function createReceiver(
   queue.on('error', (error: unknown) => {
     logger.debug({ err: error }, 'queue error');
   });
-  const metrics = createMetrics(queue);
+  const metrics = createMetrics(boundedJobCounts(queue, redis));
   const confirmReplicas =
     config.redisWaitReplicas > 0
       ? createReplicaWait(redis, config.redisWaitReplicas, config.redisWaitTimeoutMs)

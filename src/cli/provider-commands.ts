@@ -17,10 +17,10 @@ import {
 } from '../provider/provider-settings.js';
 import { createLocalBlobArea } from '../storage/local-blob-area.js';
 import { MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
+import { printRows, type Output } from './print.js';
 
 /** Under AUDIO_DIR: no audio file's name starts with a dot, so the two never meet. */
 const TTS_CACHE_FOLDER = '.tts-cache';
-import { printRows, type Output } from './print.js';
 
 export interface TtsArgs {
   readonly text?: string | undefined;

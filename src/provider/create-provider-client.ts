@@ -88,12 +88,11 @@ export async function createProviderClient(
   const maxRetries = options.maxRetries ?? 4;
   const limiter = createLimiter(options.redis, prefix, limits, windowMs);
   const pool = await createKeyPool(options.keys, options.redis, prefix);
-  const cache = createTtsCache(
-    options.redis,
-    prefix,
-    options.cacheTtlSeconds ?? 86_400,
-    options.cacheArea,
-  );
+  const cacheTtlSeconds = options.cacheTtlSeconds ?? 86_400;
+  const cache =
+    options.cacheArea === undefined || cacheTtlSeconds === 0
+      ? undefined
+      : createTtsCache(options.redis, prefix, cacheTtlSeconds, options.cacheArea);
   const base = options.baseUrl.replace(/\/+$/, '');
 
   /** Waits for this key's slot (a pause by any process included), within the deadline. */
@@ -169,7 +168,7 @@ export async function createProviderClient(
   return {
     async tts(body) {
       const call = async () => audioOf(await send('tts', 'POST', '/v1/tts', body));
-      if (!cache.enabled) return { ...(await call()), cached: false };
+      if (cache === undefined) return { ...(await call()), cached: false };
       let called = false;
       const result = await cache.get(cache.hash({ base, endpoint: 'tts', body }), () => {
         called = true;

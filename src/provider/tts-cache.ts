@@ -37,7 +37,7 @@ export interface BlobArea {
  * and renewed while the call runs: a holder that dies is taken over within LEASE_MS (a 60 s
  * lease once stalled a rerun of `tts --file` for 59.9 s after the first run was killed).
  */
-export const LEASE_MS = 2_000;
+const LEASE_MS = 2_000;
 const RENEW_EVERY_MS = 500;
 const POLL_MS = 25;
 /** Expired bodies are swept at most this often per process. */
@@ -73,33 +73,37 @@ export function createTtsCache(
   redis: RedisConnection,
   prefix: string,
   ttlSeconds: number,
-  area: BlobArea | undefined,
+  area: BlobArea,
 ) {
   const inFlight = new Map<string, Promise<CachedAudio>>();
   let lastSweep = 0;
   const keys = (hash: string) => ({
-    index: `${prefix}:provider:tts:${hash}`,
+    // Not the `tts:` key of old, which held whole bodies: an upgrade must not parse those.
+    index: `${prefix}:provider:tts-index:${hash}`,
     lease: `${prefix}:provider:tts:${hash}:lease`,
   });
 
-  async function read(store: BlobArea, key: string): Promise<CachedAudio | undefined> {
+  async function read(key: string): Promise<CachedAudio | undefined> {
     const entry = await redis.get(key);
     if (entry === null) return undefined;
     const { name, contentType } = JSON.parse(entry) as IndexEntry;
-    const audio = await store.get(name);
+    const audio = await area.get(name);
     return audio === undefined ? undefined : { audio, contentType };
   }
 
-  async function keep(store: BlobArea, key: string, hash: string, fresh: CachedAudio) {
+  async function keep(key: string, hash: string, fresh: CachedAudio) {
     // A fresh name per body: a reader never sees a body replaced under the name it was given.
     const name = `${hash}-${randomBytes(4).toString('hex')}`;
-    await store.put(name, fresh.audio);
+    await area.put(name, fresh.audio);
     const entry: IndexEntry = { name, contentType: fresh.contentType };
     await redis.set(key, JSON.stringify(entry), 'EX', ttlSeconds);
-    if (Date.now() - lastSweep > SWEEP_EVERY_MS) {
-      lastSweep = Date.now();
-      await store.removeOlderThan(ttlSeconds * 1000);
-    }
+  }
+
+  /** Expired bodies go, off the caller's path: a sweep must not hold the lease or the answer. */
+  function sweepNowAndThen() {
+    if (Date.now() - lastSweep < SWEEP_EVERY_MS) return;
+    lastSweep = Date.now();
+    area.removeOlderThan(ttlSeconds * 1000).catch(() => undefined);
   }
 
   /** Holds the lease while `work` runs, renewing it; gives it back only if still ours. */
@@ -115,24 +119,21 @@ export function createTtsCache(
     }
   }
 
-  async function shared(
-    store: BlobArea,
-    hash: string,
-    call: () => Promise<CachedAudio>,
-  ): Promise<CachedAudio> {
+  async function shared(hash: string, call: () => Promise<CachedAudio>): Promise<CachedAudio> {
     const { index, lease } = keys(hash);
     const token = randomBytes(8).toString('hex');
     for (;;) {
-      const hit = await read(store, index);
+      const hit = await read(index);
       if (hit) return hit;
       if ((await redis.set(lease, token, 'PX', LEASE_MS, 'NX')) === 'OK') {
         return underLease(lease, token, async () => {
           // The previous holder stores its result before it lets the lease go: look again, or
           // a process that missed just before that store would call a second time.
-          const late = await read(store, index);
+          const late = await read(index);
           if (late) return late;
           const fresh = await call();
-          await keep(store, index, hash, fresh);
+          await keep(index, hash, fresh);
+          sweepNowAndThen();
           return fresh;
         });
       }
@@ -141,14 +142,12 @@ export function createTtsCache(
   }
 
   return {
-    enabled: ttlSeconds > 0 && area !== undefined,
     hash: (request: unknown) => createHash('sha256').update(canonicalJson(request)).digest('hex'),
     /** The cached answer, or the one call's for everyone asking the same at once. */
     get(hash: string, call: () => Promise<CachedAudio>): Promise<CachedAudio> {
-      if (area === undefined) return call();
       const pending = inFlight.get(hash);
       if (pending) return pending;
-      const started = shared(area, hash, call).finally(() => inFlight.delete(hash));
+      const started = shared(hash, call).finally(() => inFlight.delete(hash));
       inFlight.set(hash, started);
       return started;
     },

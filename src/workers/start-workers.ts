@@ -2,8 +2,8 @@ import { UnrecoverableError, Worker, type Telemetry } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Registry } from 'prom-client';
-import { createRegistry, QUEUE_COUNTS_DEADLINE_MS } from '../metrics.js';
-import { withDeadline } from '../redis/deadline.js';
+import { createRegistry } from '../metrics.js';
+import { boundedJobCounts } from '../queue/job-counts.js';
 import {
   createDeliveryQueue,
   DELIVERY_QUEUE,
@@ -75,21 +75,18 @@ export async function startWorkers(
   queue.on('error', (error: unknown) => {
     reportError(error, 'queue error');
   });
+  const jobCounts = boundedJobCounts(queue, redis);
   const liveness = createLiveness({
     stallMs: config.workerStallMs,
     concurrency: config.workerConcurrency,
     // Bounded: a probe that hangs on Redis gets the worker restarted for an outage.
     readyJobs: async () => {
-      const counts = await withDeadline(
-        queue.getJobCounts('waiting', 'prioritized'),
-        QUEUE_COUNTS_DEADLINE_MS,
-        'the queue counts',
-      );
+      const counts = await jobCounts('waiting', 'prioritized');
       return (counts.waiting ?? 0) + (counts.prioritized ?? 0);
     },
     isPaused: () => worker.isPaused(),
   });
-  const registry = createRegistry(queue);
+  const registry = createRegistry(jobCounts);
 
   const worker = new Worker<DeliveryJobData>(
     DELIVERY_QUEUE,
