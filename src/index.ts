@@ -1,12 +1,14 @@
 /**
- * What application code imports from this package. The service itself starts from main.ts.
+ * What application code imports from this package, and what a fork's src/custom/ files import
+ * (`from '../index.js'`). The service itself starts from main.ts.
  *
  *   import { createRevocationRegistry } from 'audio-webhooks';
  *   const keys = createRevocationRegistry(redis, process.env.QUEUE_PREFIX ?? 'audio-webhooks');
  *   if (await keys.isKeyRevoked(apiKeyId)) throw new Error('API key revoked');
  */
-export { createApp, createRequestListener, type AppDeps } from './app.js';
-export { loadConfig, ConfigError, type Config } from './config.js';
+export { createReceiver, type Receiver, type ReceiverOptions } from './web/receiver.js';
+export { defineEvent, type EventDefinition, type Delivery } from './webhooks/define-event.js';
+export { loadConfig, ConfigError, type Config } from './config/config.js';
 export {
   createRevocationRegistry,
   type RevocationRegistry,
@@ -23,7 +25,12 @@ export type {
 } from './webhooks/events.js';
 export { startWorkers, type WorkerOptions } from './workers/start-workers.js';
 export type { Hooks, HookContext } from './workers/hooks.js';
-export type { AudioStore, AudioMetadata } from './storage/audio-store.js';
+export type {
+  DeliveryInfo,
+  DownloadAudio,
+  DownloadAudioOptions,
+} from './workers/download-audio.js';
+export type { AudioStore, AudioMetadata, AudioDetails } from './storage/audio-store.js';
 export { StorageError } from './storage/storage-errors.js';
 export { createLocalAudioStore } from './storage/local-audio-store.js';
 export { createLocalBlobArea } from './storage/local-blob-area.js';

@@ -1,32 +1,33 @@
 import cluster from 'node:cluster';
-import { ConfigError, loadConfig, type Config } from './config.js';
-import { hooks } from './custom/hooks.js';
-import { createStore } from './custom/store.js';
+import { ConfigError, loadConfig, type Config } from './config/config.js';
+import { loadCustom } from './load-custom.js';
 import { ListenError, serve, type RunningServer } from './http/serve.js';
 import { loadDotEnv } from './load-dotenv.js';
 import { createLogger } from './logger.js';
-import { createReceiver } from './receiver.js';
+import { createReceiver, type ReceiverOptions } from './web/receiver.js';
 import { shutdown, type ShutdownStep } from './shutdown.js';
 import { packageVersion, reportStartup } from './startup-report.js';
 import { startTracing } from './telemetry/tracing.js';
-import { runReceiverCluster, SHUTDOWN_MESSAGE } from './web-cluster.js';
+import { runReceiverCluster, SHUTDOWN_MESSAGE } from './web/cluster.js';
 import { StorageError } from './storage/storage-errors.js';
 import { startWorkers } from './workers/start-workers.js';
 import { serveWorkerHealth } from './workers/health-server.js';
 import { CaFileError } from './workers/worker-context.js';
-import type { Telemetry } from 'bullmq';
 import type { Logger } from 'pino';
 import { readyWithin } from './redis/connections.js';
+import { EventDefinitionError } from './webhooks/custom-events.js';
 
 /**
  * Composition root: .env, config, logger, then the HTTP receiver and/or the workers per ROLE (with
- * the team's own hooks and store from src/custom/), and the shutdown order. Nothing else in src/
+ * the team's own hooks, events and store from src/custom/, when there), and the shutdown order. Nothing else in src/
  * reads process.env or installs signal handlers.
  */
 async function main(): Promise<void> {
   const dotenv = loadDotEnv();
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  // Loaded before a cluster forks too: a custom event that cannot be served stops the start here.
+  const custom = loadCustom();
   if (config.role === 'web' && config.webConcurrency > 1 && cluster.isPrimary) {
     runReceiverCluster(config, logger);
     return;
@@ -46,13 +47,19 @@ async function main(): Promise<void> {
   const web =
     config.role === 'worker'
       ? undefined
-      : await startWeb(config, logger, () => shuttingDown, tracing?.telemetry);
+      : await startWeb(config, logger, {
+          isShuttingDown: () => shuttingDown,
+          telemetry: tracing?.telemetry,
+          inCluster: cluster.isWorker,
+          customEvents: custom.events,
+        });
   const workers =
     config.role === 'web'
       ? undefined
       : await startWorkers(config, logger, {
-          hooks,
-          store: await createStore?.(config, logger),
+          hooks: custom.hooks,
+          customEvents: custom.events,
+          store: await custom.createStore?.(config, logger),
           telemetry: tracing?.telemetry,
         });
   const workerHealth =
@@ -102,17 +109,8 @@ async function main(): Promise<void> {
   }
 }
 
-async function startWeb(
-  config: Config,
-  logger: Logger,
-  isShuttingDown: () => boolean,
-  telemetry: Telemetry | undefined,
-) {
-  const receiver = createReceiver(config, logger, {
-    isShuttingDown,
-    telemetry,
-    inCluster: cluster.isWorker,
-  });
+async function startWeb(config: Config, logger: Logger, options: ReceiverOptions) {
+  const receiver = createReceiver(config, logger, options);
   // In a cluster, the port is already answered by the other processes: join them once Redis is
   // ready (or after 2 s, then answering 503 as a lone process does), so the first
   // deliveries after a start do not meet a 503 from a process still connecting.
@@ -136,7 +134,7 @@ async function startWeb(
 const CLUSTER_READY_WAIT_MS = 2_000;
 
 /** Errors an operator fixes by changing a setting: their message says which; no stack helps. */
-const SETTING_ERRORS = [ConfigError, ListenError, StorageError, CaFileError];
+const SETTING_ERRORS = [ConfigError, ListenError, StorageError, CaFileError, EventDefinitionError];
 
 main().catch((error: unknown) => {
   const known = SETTING_ERRORS.some((kind) => error instanceof kind);

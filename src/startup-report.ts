@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
+import type { Config } from './config/config.js';
 import { redisTarget } from './redis/connections.js';
 
 /** Secrets shipped as examples (.env.example, docker-compose.yml): fine on a laptop only. */

@@ -5,7 +5,7 @@
  */
 import express from 'express';
 import getRawBody from 'raw-body';
-import { applyCommonMiddleware } from '../../src/http/common-middleware.js';
+import { applyCommonMiddleware } from '../../src/web/common-middleware.js';
 import { createLogger } from '../../src/logger.js';
 
 const app = express();

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { RedisConnection } from '../redis/connections.js';
-import { ConfigError, loadConfig, type Config } from '../config.js';
+import { ConfigError, loadConfig, type Config } from '../config/config.js';
 import { createDeliveryQueue } from '../queue/delivery-queue.js';
 import {
   createCliRedis,

@@ -2,7 +2,7 @@ import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { RedisConnection } from '../redis/connections.js';
-import { parseSettings, type Config } from '../config.js';
+import { parseSettings, type Config } from '../config/config.js';
 import { createProviderClient, type ProviderClient } from '../provider/create-provider-client.js';
 import {
   NoKeyLeftError,

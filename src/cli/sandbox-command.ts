@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { parseSettings, SETTINGS, type Config } from '../config.js';
+import { parseSettings, SETTINGS, type Config } from '../config/config.js';
 import { createLogger } from '../logger.js';
 import { startSandbox } from '../sandbox/start-sandbox.js';
 import { SANDBOX_SETTINGS, sandboxConfig } from '../sandbox/sandbox-settings.js';

@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { sampleDelivery } from '../webhooks/sample-delivery.js';
 import { signPayload } from '../webhooks/sign-payload.js';
 import { describeError, OperationalError, UsageError } from './cli-errors.js';

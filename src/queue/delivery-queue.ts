@@ -1,5 +1,5 @@
 import { Queue, type ConnectionOptions, type Telemetry } from 'bullmq';
-import type { WebhookEvent } from '../webhooks/events.js';
+import type { Delivery } from '../webhooks/define-event.js';
 
 /** One queue for every event: the dispatcher picks the handler by job name (= event name). */
 export const DELIVERY_QUEUE = 'deliveries';
@@ -12,7 +12,8 @@ export const DELIVERY_QUEUE = 'deliveries';
 export const JOB_ATTEMPTS_CEILING = 100;
 
 export interface DeliveryJobData {
-  readonly event: WebhookEvent;
+  /** As the receiver parsed it; the worker checks it again against the event's schema. */
+  readonly event: Delivery;
   /** When this receiver accepted the delivery, ISO 8601. */
   readonly receivedAt: string;
 }

@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { WebhookEvent } from '../webhooks/events.js';
-import type { DeliveryQueue } from './delivery-queue.js';
+import type { Config } from '../config/config.js';
+import type { RedisConnection } from '../redis/connections.js';
+import { webStoreDeadlineMs } from '../redis/connections.js';
 import { withDeadline } from '../redis/deadline.js';
+import { createReplicaWait } from '../redis/replica-wait.js';
+import type { Delivery } from '../webhooks/define-event.js';
+import type { DeliveryQueue } from './delivery-queue.js';
 import { classifyStoreError, StorageUnavailableError } from './store-errors.js';
 
 export interface EnqueueResult {
@@ -10,17 +14,49 @@ export interface EnqueueResult {
   readonly duplicate: boolean;
 }
 
-export interface EnqueueOptions {
-  readonly dedupeTtlSeconds: number;
-  /**
-   * The whole store must answer within this; past it the delivery is not acknowledged. Commands
-   * queued behind a stalled pipeline each get ioredis's own timeout only once sent, which let a
-   * paused Redis hold requests for about 2 s; this bounds the request itself.
-   */
-  readonly deadlineMs: number;
-  readonly receivedAt?: Date;
-  /** Replicas that must acknowledge the write (REDIS_WAIT_REPLICAS), and how to ask them. */
-  readonly replicas?: { readonly count: number; readonly confirm: () => Promise<number> };
+/**
+ * Stores one delivery: resolves once it is in Redis (and on the replicas REDIS_WAIT_REPLICAS
+ * asks for), or throws StorageUnavailableError (retry later) or UnstorableDeliveryError (never).
+ */
+export type StoreDelivery = (delivery: Delivery) => Promise<EnqueueResult>;
+
+/**
+ * The web side's one way to store a delivery, and the one owner of its deadline: the queue's
+ * connection must be up (a request made while it is down fails at once instead of queuing), and
+ * the whole store, replica acknowledgements included, must answer within the web connection's
+ * command timeout. Commands queued behind a stalled pipeline each get ioredis's own timeout
+ * only once sent, which let a paused Redis hold requests for about 2 s; this bounds the request.
+ */
+export function createDeliveryStore(
+  queue: DeliveryQueue,
+  redis: RedisConnection,
+  config: Pick<Config, 'dedupeTtlSeconds' | 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
+): StoreDelivery {
+  const deadlineMs = webStoreDeadlineMs(config);
+  const confirm =
+    config.redisWaitReplicas > 0
+      ? createReplicaWait(redis, config.redisWaitReplicas, config.redisWaitTimeoutMs)
+      : undefined;
+  return async (delivery) => {
+    if (redis.status !== 'ready') throw new StorageUnavailableError('Redis is not connected');
+    const stored = enqueueDelivery(queue, delivery, config.dedupeTtlSeconds).then(
+      async (result) => {
+        if (confirm === undefined) return result;
+        const acknowledged = await confirm();
+        if (acknowledged < config.redisWaitReplicas) {
+          throw new StorageUnavailableError(
+            `${acknowledged} of ${config.redisWaitReplicas} replicas acknowledged in time; the delivery may be stored, so a retry may be a duplicate`,
+          );
+        }
+        return result;
+      },
+    );
+    try {
+      return await withDeadline(stored, deadlineMs, 'Redis');
+    } catch (error: unknown) {
+      throw classifyStoreError(error);
+    }
+  };
 }
 
 /** The dedupe key: the sender re-sends the same event for the same item on every retry. */
@@ -33,38 +69,24 @@ export function dedupeId(event: string, id: string): string {
  * throttle mode): no moment exists in which a delivery is marked seen but not queued, so a crash
  * can never swallow one. The key outlives the job (removeOnComplete does not clear a key with a
  * ttl), so a retry after processing is still recognised. A fresh jobId per call tells the
- * outcome: BullMQ returns the earlier job's id when it deduplicated. Failures are classified:
- * StorageUnavailableError (retry later), UnstorableDeliveryError (never), anything else a defect.
+ * outcome: BullMQ returns the earlier job's id when it deduplicated.
  */
-export async function enqueueDelivery(
+async function enqueueDelivery(
   queue: DeliveryQueue,
-  event: WebhookEvent,
-  { dedupeTtlSeconds, deadlineMs, receivedAt = new Date(), replicas }: EnqueueOptions,
+  delivery: Delivery,
+  dedupeTtlSeconds: number,
 ): Promise<EnqueueResult> {
   const jobId = randomUUID();
-  const add = queue.add(
-    event.event,
-    { event, receivedAt: receivedAt.toISOString() },
+  const job = await queue.add(
+    delivery.event,
+    { event: delivery, receivedAt: new Date().toISOString() },
     {
       jobId,
-      deduplication: { id: dedupeId(event.event, event.data.id), ttl: dedupeTtlSeconds * 1000 },
+      deduplication: {
+        id: dedupeId(delivery.event, delivery.data.id),
+        ttl: dedupeTtlSeconds * 1000,
+      },
     },
   );
-  const stored = add.then(async (job) => {
-    if (replicas !== undefined) {
-      const acknowledged = await replicas.confirm();
-      if (acknowledged < replicas.count) {
-        throw new StorageUnavailableError(
-          `${acknowledged} of ${replicas.count} replicas acknowledged in time; the delivery may be stored, so a retry may be a duplicate`,
-        );
-      }
-    }
-    return job;
-  });
-  try {
-    const job = await withDeadline(stored, deadlineMs, 'Redis');
-    return { jobId: job.id ?? jobId, duplicate: job.id !== jobId };
-  } catch (error: unknown) {
-    throw classifyStoreError(error);
-  }
+  return { jobId: job.id ?? jobId, duplicate: job.id !== jobId };
 }

@@ -1,5 +1,5 @@
 import { Cluster, Redis } from 'ioredis';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { redactUrl } from './redact-url.js';
 
 /** One Redis, a primary found through Sentinels, or a Cluster: every role speaks to either. */
@@ -95,10 +95,17 @@ export function duplicateConnection(redis: RedisConnection): RedisConnection {
 
 /**
  * How long the web side waits for one Redis command. A delivery not stored by then is answered
- * 503 (the sender retries); the route applies the same bound to the whole store, so commands
- * queued behind a stalled pipeline cannot stretch it (webhook-route.ts).
+ * 503 (the sender retries); the delivery store applies the same bound to the whole store, so
+ * commands queued behind a stalled pipeline cannot stretch it (queue/enqueue-delivery.ts).
  */
 export const WEB_COMMAND_TIMEOUT_MS = 1_000;
+
+/** The web side's bound on one store: longer by the WAIT timeout when replicas must acknowledge. */
+export function webStoreDeadlineMs(
+  config: Pick<Config, 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
+): number {
+  return WEB_COMMAND_TIMEOUT_MS + (config.redisWaitReplicas > 0 ? config.redisWaitTimeoutMs : 0);
+}
 
 /**
  * The web process's connection: it fails fast. With no offline queue and one retry, a request
@@ -111,11 +118,10 @@ export const WEB_COMMAND_TIMEOUT_MS = 1_000;
 export function createWebRedis(
   config: RedisConfig & Pick<Config, 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
 ): RedisConnection {
-  const wait = config.redisWaitReplicas > 0 ? config.redisWaitTimeoutMs : 0;
   return connect(config, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
-    commandTimeout: WEB_COMMAND_TIMEOUT_MS + wait,
+    commandTimeout: webStoreDeadlineMs(config),
     connectTimeout: WEB_COMMAND_TIMEOUT_MS,
     enableAutoPipelining: true,
     retryStrategy: reconnect,

@@ -1,10 +1,15 @@
+/** What a delivery tells about its audio: `audio.ready` gives all three; a custom event, its own. */
+export interface AudioDetails {
+  readonly kind?: string;
+  readonly voice?: string;
+  readonly created_at?: string;
+}
+
 /** What the worker writes next to each audio file, as `<stem>.json`. */
-export interface AudioMetadata {
+export interface AudioMetadata extends AudioDetails {
   readonly id: string;
+  /** The event whose handling downloaded it. */
   readonly event: string;
-  readonly kind: string;
-  readonly voice: string;
-  readonly created_at: string;
   readonly audio_url: string;
   /** Where the bytes came from after redirects. */
   readonly final_url: string;
@@ -20,7 +25,7 @@ export interface AudioMetadata {
 
 /**
  * Where audio lands. Every write is atomic: no partial file ever carries its final name. To keep
- * audio elsewhere (S3, GCS), implement this interface and return it from src/custom/store.ts.
+ * audio elsewhere, implement this interface and return it from src/custom/store.ts.
  * Storage trouble (full, read-only, no permission) is thrown as StorageError.
  */
 export interface AudioStore {

@@ -1,9 +1,11 @@
+import { NO_CUSTOM_EVENTS, type CustomEvents } from './custom-events.js';
+import type { Delivery } from './define-event.js';
 import { isKnownEvent, webhookEventSchema, type WebhookEvent } from './events.js';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from './json-depth.js';
 
 /** A verified body, parsed; `ok: false` carries the reason a 400 gives the sender. */
 export type ParsedDelivery =
-  | { readonly ok: true; readonly known: true; readonly event: WebhookEvent }
+  | { readonly ok: true; readonly known: true; readonly event: WebhookEvent | Delivery }
   | { readonly ok: true; readonly known: false; readonly event: string; readonly id: string }
   | { readonly ok: false; readonly detail: string };
 
@@ -23,10 +25,13 @@ const refuse = (detail: string): ParsedDelivery => ({ ok: false, detail });
 
 /**
  * Parses a verified body. The envelope (`event`, `data`, `data.id`) is required of every event,
- * known or not; a known event is then checked against its schema. Pure: the route maps a refusal
- * to 400.
+ * known or not; a known event (built in, or one of `custom`) is then checked against its schema.
+ * Pure: the route maps a refusal to 400.
  */
-export function parseEvent(body: Uint8Array): ParsedDelivery {
+export function parseEvent(
+  body: Uint8Array,
+  custom: CustomEvents = NO_CUSTOM_EVENTS,
+): ParsedDelivery {
   let json: unknown;
   try {
     // V8's JSON.parse is iterative: any depth parses without overflowing the stack.
@@ -46,15 +51,31 @@ export function parseEvent(body: Uint8Array): ParsedDelivery {
   }
   // An unknown event is acknowledged and dropped, never stored: the depth bound, which protects
   // the queue's serialiser, is no reason to make the sender retry it for 8.5 hours.
-  if (!isKnownEvent(event)) return { ok: true, known: false, event, id: data.id };
+  const definition = custom.get(event);
+  if (!isKnownEvent(event) && definition === undefined) {
+    return { ok: true, known: false, event, id: data.id };
+  }
   if (exceedsJsonDepth(body)) {
     return refuse(`body nests deeper than ${MAX_JSON_DEPTH} levels; it cannot be stored as sent`);
   }
-
-  const result = webhookEventSchema.safeParse(json);
-  if (!result.success) {
-    const problems = result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
-    return refuse(`invalid ${event} delivery: ${problems.join('; ')}`);
+  if (definition !== undefined) {
+    const result = definition.data.safeParse(data);
+    if (!result.success) return refuse(invalid(event, result.error.issues, ['data']));
+    // The envelope check above proved `id` a non-empty string; the schema keeps it.
+    return { ok: true, known: true, event: { event, data: result.data as Delivery['data'] } };
   }
+  const result = webhookEventSchema.safeParse(json);
+  if (!result.success) return refuse(invalid(event, result.error.issues));
   return { ok: true, known: true, event: result.data };
+}
+
+function invalid(
+  event: string,
+  issues: readonly { readonly path: readonly PropertyKey[]; readonly message: string }[],
+  under: readonly string[] = [],
+): string {
+  const problems = issues.map(
+    (i) => `${[...under, ...i.path.map(String)].join('.')}: ${i.message}`,
+  );
+  return `invalid ${event} delivery: ${problems.join('; ')}`;
 }

@@ -1,33 +1,78 @@
+import { UnrecoverableError } from 'bullmq';
 import { inSpan } from '../telemetry/tracing.js';
-import type { WebhookEvent } from '../webhooks/events.js';
+import type { Delivery } from '../webhooks/define-event.js';
+import { isKnownEvent, webhookEventSchema, type WebhookEvent } from '../webhooks/events.js';
 import { handleAudioFailed } from './handlers/audio-failed.js';
 import { handleAudioReady } from './handlers/audio-ready.js';
 import { handleKeyRevoked } from './handlers/key-revoked.js';
-import type { JobInfo, WorkerContext } from './worker-context.js';
+import type { DeliveryInfo } from './download-audio.js';
+import type { WorkerContext } from './worker-context.js';
 
-/**
- * One handler per event. The switch is exhaustive: add an event to `webhookEventSchema` and this
- * file stops compiling until the new case is handled.
- */
-export function dispatch(
-  event: WebhookEvent,
-  context: WorkerContext,
-  job: JobInfo,
-): Promise<unknown> {
-  // The handler's own span: BullMQ's `process` span around it also holds its Redis calls.
-  return inSpan('webhook.handle', { 'webhook.event': event.event }, () =>
-    handle(event, context, job),
-  );
+/** A job's delivery and the facts of the job itself. */
+export interface DeliveryJob {
+  readonly delivery: Delivery;
+  readonly jobId: string;
+  readonly receivedAt: string;
+  /** 1 on the first run. */
+  readonly attempt: number;
 }
 
-async function handle(event: WebhookEvent, context: WorkerContext, job: JobInfo): Promise<unknown> {
+/**
+ * Runs one job: a built-in event by its handler, a custom one by its `handle`. Jobs normally
+ * come from our receiver, but a queue is an open door: the delivery is checked again here, and
+ * one that can never be handled fails at once instead of being retried.
+ */
+export function dispatch(job: DeliveryJob, context: WorkerContext): Promise<unknown> {
+  const { delivery } = job;
+  const id: unknown = (delivery as { readonly data?: { readonly id?: unknown } }).data?.id;
+  if (typeof id !== 'string') throw invalid(delivery.event, 'data.id is not a string');
+  const info: DeliveryInfo = {
+    jobId: job.jobId,
+    event: delivery.event,
+    id,
+    receivedAt: job.receivedAt,
+    attempt: job.attempt,
+  };
+  // The handler's own span: BullMQ's `process` span around it also holds its Redis calls.
+  return inSpan('webhook.handle', { 'webhook.event': delivery.event }, async () => {
+    if (isKnownEvent(delivery.event)) {
+      const parsed = webhookEventSchema.safeParse(delivery);
+      if (!parsed.success) throw invalid(delivery.event, parsed.error.message);
+      return handleBuiltIn(parsed.data, context, info);
+    }
+    const custom = context.customEvents.get(delivery.event);
+    if (custom === undefined) {
+      throw new UnrecoverableError(
+        `no handler for event ${JSON.stringify(delivery.event)} in this worker (is its src/custom/events.ts the receiver's?)`,
+      );
+    }
+    const parsed = custom.data.safeParse(delivery.data);
+    if (!parsed.success) throw invalid(delivery.event, parsed.error.message);
+    return custom.handle({ event: delivery.event, data: parsed.data }, context.forDelivery(info));
+  });
+}
+
+function invalid(event: string, problems: string): UnrecoverableError {
+  return new UnrecoverableError(`job data is not a valid ${event} delivery: ${problems}`);
+}
+
+/**
+ * One handler per built-in event. The switch is exhaustive: add an event to
+ * `webhookEventSchema` and this file stops compiling until the new case is handled.
+ */
+function handleBuiltIn(
+  event: WebhookEvent,
+  context: WorkerContext,
+  info: DeliveryInfo,
+): Promise<unknown> {
+  const hookContext = context.forDelivery(info);
   switch (event.event) {
     case 'audio.ready':
-      return handleAudioReady(event, context, job);
+      return handleAudioReady(event, hookContext, context.hooks);
     case 'audio.failed':
-      return handleAudioFailed(event, context, job);
+      return handleAudioFailed(event, hookContext, context.hooks);
     case 'key.revoked':
-      return handleKeyRevoked(event, context, job);
+      return handleKeyRevoked(event, hookContext, context.hooks);
     default:
       return assertNever(event);
   }

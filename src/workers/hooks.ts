@@ -1,25 +1,40 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
 import type { FailureLog } from '../records/failure-log.js';
 import type { RevocationRegistry } from '../records/revocation-registry.js';
 import type { AudioMetadata, AudioStore } from '../storage/audio-store.js';
 import type { AudioFailedEvent, AudioReadyEvent, KeyRevokedEvent } from '../webhooks/events.js';
+import type { DeliveryInfo, DownloadAudio } from './download-audio.js';
 
-/** What a hook may use. The store is the one the audio went to, local or your own. */
+/**
+ * What a hook or a custom event's `handle` may use, built for each job. No settings and no
+ * secrets: what a hook needs of the configuration it reads itself, so a hook that logs its
+ * context cannot leak WEBHOOK_SECRETS or ADMIN_PASSWORD.
+ */
 export interface HookContext {
-  readonly config: Config;
+  /** The worker's logger, with the delivery's `jobId`, `event` and `id` on every line. */
   readonly logger: Logger;
+  /** The store the audio went to (local or your own): `read(file)` streams a stored file. */
   readonly store: AudioStore;
+  /** Revoked API keys, fed by `key.revoked` deliveries. */
   readonly revocations: RevocationRegistry;
+  /** Items the provider reported failed, fed by `audio.failed` deliveries. */
   readonly failures: FailureLog;
+  /**
+   * The built-in download into the store, as `audio.ready` uses it: CDN_URL origins only, SSRF
+   * guard, DOWNLOAD_MAX_BYTES, DOWNLOAD_TIMEOUT_MS, atomic write, SHA-256, `<id>.json` metadata.
+   * Idempotent by id; a transient failure throws an error that retries the job.
+   */
+  readonly downloadAudio: DownloadAudio;
+  /** The delivery being handled. */
+  readonly delivery: DeliveryInfo;
 }
 
 /**
  * The framework's side of the hooks: their types. YOUR hooks live in src/custom/hooks.ts, which
  * upstream never edits. Each hook runs in a worker after the built-in handling of its event has
  * succeeded (the audio is stored, the failure or revocation recorded). A hook that throws fails
- * the job, which is retried with backoff and kept in `failed` for replay, so hooks must be
- * idempotent: the same event can reach them more than once.
+ * the job, which is retried with backoff and kept in `failed` for a later `retry`, so hooks must
+ * be idempotent: the same event can reach them more than once.
  */
 export interface Hooks {
   audioReady(event: AudioReadyEvent, audio: AudioMetadata, context: HookContext): Promise<void>;

@@ -1,8 +1,8 @@
-import { UnrecoverableError, Worker, type Telemetry } from 'bullmq';
+import { Worker, type Telemetry } from 'bullmq';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Registry } from 'prom-client';
-import { createRegistry } from '../metrics.js';
+import { createRegistry } from '../telemetry/metrics.js';
 import { boundedJobCounts } from '../queue/job-counts.js';
 import {
   createDeliveryQueue,
@@ -12,7 +12,7 @@ import {
 import { createWorkerRedis, redisTarget } from '../redis/connections.js';
 import { isConnectionError, watchRedis } from '../redis/watch-redis.js';
 import type { AudioStore } from '../storage/audio-store.js';
-import { webhookEventSchema } from '../webhooks/events.js';
+import type { CustomEvents } from '../webhooks/custom-events.js';
 import { dispatch } from './dispatch.js';
 import { withDefaults, type Hooks } from './hooks.js';
 import { backoffStrategy } from './retry-policy.js';
@@ -20,13 +20,18 @@ import { createLiveness, type Liveness } from './liveness.js';
 import { createWorkerContext } from './worker-context.js';
 
 export interface WorkerOptions {
-  /** Your hooks (main.ts passes src/custom/hooks.ts); missing ones do nothing. */
+  /**
+   * Your hooks (main.ts passes src/custom/hooks.ts); missing ones do nothing.
+   * @defaultValue none
+   */
   readonly hooks?: Partial<Hooks>;
-  /** Defaults to the local filesystem under AUDIO_DIR. */
+  /** Your events (main.ts passes src/custom/events.ts). @defaultValue none */
+  readonly customEvents?: CustomEvents;
+  /** @defaultValue the local filesystem under AUDIO_DIR */
   readonly store?: AudioStore | undefined;
-  /** Extra CA certificates the downloader trusts (PEM), on top of DOWNLOAD_CA_FILE. */
+  /** Extra CA certificates the downloader trusts (PEM), on top of DOWNLOAD_CA_FILE. @defaultValue none */
   readonly ca?: string;
-  /** bullmq-otel, when tracing is on: each job's span joins the delivery's trace. */
+  /** bullmq-otel, when tracing is on: each job's span joins the delivery's trace. @defaultValue none */
   readonly telemetry?: Telemetry | undefined;
 }
 
@@ -63,6 +68,7 @@ export async function startWorkers(
   };
   const context = await createWorkerContext(config, logger, redis, {
     hooks: withDefaults(options.hooks),
+    ...(options.customEvents === undefined ? {} : { customEvents: options.customEvents }),
     store: options.store,
     ca: options.ca,
   }).catch((error: unknown) => {
@@ -91,16 +97,17 @@ export async function startWorkers(
   const worker = new Worker<DeliveryJobData>(
     DELIVERY_QUEUE,
     (job) =>
-      liveness.track(() => {
-        // Jobs normally come from our receiver, but a queue is an open door: check again.
-        const parsed = webhookEventSchema.safeParse(job.data.event);
-        if (!parsed.success)
-          throw new UnrecoverableError(`job data is not a valid event: ${parsed.error.message}`);
-        return dispatch(parsed.data, context, {
-          id: job.id ?? '',
-          receivedAt: job.data.receivedAt,
-        });
-      }),
+      liveness.track(() =>
+        dispatch(
+          {
+            delivery: job.data.event,
+            jobId: job.id ?? '',
+            receivedAt: job.data.receivedAt,
+            attempt: job.attemptsMade + 1,
+          },
+          context,
+        ),
+      ),
     {
       // Shared with the records; BullMQ duplicates it for its blocking reads.
       connection: redis,

@@ -2,35 +2,36 @@ import { readFile } from 'node:fs/promises';
 import type { RedisConnection } from '../redis/connections.js';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { createGuardedAgent } from '../download/guarded-agent.js';
 import { createFailureLog } from '../records/failure-log.js';
 import { createRevocationRegistry } from '../records/revocation-registry.js';
 import type { AudioStore } from '../storage/audio-store.js';
 import { createLocalAudioStore } from '../storage/local-audio-store.js';
+import { NO_CUSTOM_EVENTS, type CustomEvents } from '../webhooks/custom-events.js';
+import { createAudioDownloader, type DeliveryInfo } from './download-audio.js';
 import type { HookContext, Hooks } from './hooks.js';
 
-/** Everything a handler may use; built once per worker process. */
-export interface WorkerContext extends HookContext {
+/** What the handlers share in one worker process; `forDelivery` gives each job its context. */
+export interface WorkerContext {
+  readonly store: AudioStore;
   /** The SSRF-guarded undici Agent every download goes through. */
   readonly dispatcher: Dispatcher & { close(): Promise<void> };
   readonly hooks: Hooks;
-}
-
-/** The job being handled. */
-export interface JobInfo {
-  readonly id: string;
-  /** When the receiver accepted the delivery, ISO 8601. */
-  readonly receivedAt: string;
+  readonly customEvents: CustomEvents;
+  /** The context a job's handler, hooks or custom `handle` get. */
+  forDelivery(delivery: DeliveryInfo): HookContext;
 }
 
 const SECOND = 1000;
 
 export interface ContextOptions {
   readonly hooks: Hooks;
-  /** Defaults to the local filesystem under AUDIO_DIR (checked writable here). */
+  /** @defaultValue none */
+  readonly customEvents?: CustomEvents;
+  /** @defaultValue the local filesystem under AUDIO_DIR (checked writable here) */
   readonly store?: AudioStore | undefined;
-  /** Extra CA certificates (PEM) on top of DOWNLOAD_CA_FILE's. */
+  /** Extra CA certificates (PEM) on top of DOWNLOAD_CA_FILE's. @defaultValue none */
   readonly ca?: string | undefined;
 }
 
@@ -57,14 +58,30 @@ export async function createWorkerContext(
     headersTimeoutMs: Math.min(30 * SECOND, timeout),
     bodyIdleTimeoutMs: Math.min(30 * SECOND, timeout),
   });
+  const download = createAudioDownloader({ config, store, dispatcher });
+  const revocations = createRevocationRegistry(redis, config.queuePrefix);
+  const failures = createFailureLog(redis, config.queuePrefix);
   return {
-    config,
-    logger,
     store,
     dispatcher,
-    revocations: createRevocationRegistry(redis, config.queuePrefix),
-    failures: createFailureLog(redis, config.queuePrefix),
     hooks: options.hooks,
+    customEvents: options.customEvents ?? NO_CUSTOM_EVENTS,
+    forDelivery(delivery) {
+      const jobLogger = logger.child({
+        jobId: delivery.jobId,
+        event: delivery.event,
+        id: delivery.id,
+      });
+      return {
+        logger: jobLogger,
+        store,
+        revocations,
+        failures,
+        delivery,
+        downloadAudio: (url, downloadOptions) =>
+          download(url, downloadOptions, delivery, jobLogger),
+      };
+    },
   };
 }
 

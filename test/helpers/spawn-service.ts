@@ -18,12 +18,15 @@ export interface ServiceProcess {
 
 const MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
 
-/** Runs the built service (`node dist/main.js`, as `npm start` does) with the given environment. */
+/**
+ * Runs the built service (`node dist/main.js`, as `npm start` does) with the given environment;
+ * `main` runs another build of it (a fork's, in a copy of the repository).
+ */
 export function spawnService(
   env: Record<string, string>,
-  { cwd }: { cwd?: string } = {},
+  { cwd, main = MAIN }: { cwd?: string; main?: string } = {},
 ): ServiceProcess {
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawn(process.execPath, [main], {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(cwd === undefined ? {} : { cwd }),

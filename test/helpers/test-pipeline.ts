@@ -6,6 +6,8 @@ import request from 'supertest';
 import { runCli } from '../../src/cli/main';
 import { createLogger } from '../../src/logger';
 import type { DeliveryJobData } from '../../src/queue/delivery-queue';
+import type { CustomEvents } from '../../src/webhooks/custom-events';
+import type { Hooks } from '../../src/workers/hooks';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers';
 import {
   createTestReceiver,
@@ -39,20 +41,22 @@ export async function startTestPipeline(
   env: Record<string, string>,
   ca?: string,
   workerEnv: Record<string, string> = {},
+  custom: { customEvents?: CustomEvents; hooks?: Partial<Hooks> } = {},
 ): Promise<TestPipeline> {
   const audioDir = mkdtempSync(join(tmpdir(), 'aw-audio-'));
   const fullEnv = { AUDIO_DIR: audioDir, DOWNLOAD_BACKOFF_MS: '20', ...env };
-  const receiver = await createTestReceiver(fullEnv);
+  const receiver = await createTestReceiver(fullEnv, {
+    ...(custom.customEvents === undefined ? {} : { customEvents: custom.customEvents }),
+  });
   const workerConfig = testConfig({
     ...fullEnv,
     QUEUE_PREFIX: receiver.config.queuePrefix,
     ...workerEnv,
   });
-  const workers = await startWorkers(
-    workerConfig,
-    createLogger('silent'),
-    ca === undefined ? {} : { ca },
-  );
+  const workers = await startWorkers(workerConfig, createLogger('silent'), {
+    ...custom,
+    ...(ca === undefined ? {} : { ca }),
+  });
   const outcomes = new Map<string, Settled>();
   const waiters = new Map<string, (s: Settled) => void>();
   const settle = (job: Job<DeliveryJobData> | undefined, outcome: Settled) => {

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { loadConfig, type Config } from '../../src/config';
+import { loadConfig, type Config } from '../../src/config/config';
 import { createLogger } from '../../src/logger';
-import { createReceiver, type Receiver } from '../../src/receiver';
+import { createReceiver, type Receiver } from '../../src/web/receiver';
+import type { CustomEvents } from '../../src/webhooks/custom-events';
 import { signPayload } from '../../src/webhooks/sign-payload';
 
 export const TEST_SECRET = 'whsec_test_secret';
@@ -31,10 +32,15 @@ export async function createTestReceiver(
   {
     logger = createLogger('silent'),
     waitForRedis = true,
-  }: { logger?: Logger; waitForRedis?: boolean } = {},
+    customEvents,
+  }: { logger?: Logger; waitForRedis?: boolean; customEvents?: CustomEvents } = {},
 ): Promise<TestReceiver> {
   const config = testConfig(env);
-  const receiver = createReceiver(config, logger);
+  const receiver = createReceiver(
+    config,
+    logger,
+    customEvents === undefined ? {} : { customEvents },
+  );
   // getVersion waits for BullMQ's one-time queue-meta write, so a test starts in steady state.
   if (waitForRedis) await receiver.queue.getVersion();
   return {

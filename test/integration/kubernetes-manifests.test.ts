@@ -11,8 +11,8 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBu
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import { parseAllDocuments } from 'yaml';
-import { loadConfig } from '../../src/config';
-import { BACKLOG_METRIC } from '../../src/metrics';
+import { loadConfig } from '../../src/config/config';
+import { BACKLOG_METRIC } from '../../src/telemetry/metrics';
 
 const root = join(__dirname, '..', '..');
 const BASE = join(root, 'deploy', 'kubernetes');

@@ -10,7 +10,7 @@ import { runCli } from '../../src/cli/main';
 import { serve } from '../../src/http/serve';
 import { createLogger } from '../../src/logger';
 import { createProviderClient } from '../../src/provider/create-provider-client';
-import { createReceiver, type Receiver } from '../../src/receiver';
+import { createReceiver, type Receiver } from '../../src/web/receiver';
 import { createLocalBlobArea } from '../../src/storage/local-blob-area';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { startWorkers } from '../../src/workers/start-workers';

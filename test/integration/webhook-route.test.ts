@@ -3,7 +3,7 @@ import http from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import request from 'supertest';
-import { createApp } from '../../src/app';
+import { createReceiver } from '../../src/web/receiver';
 import { serve } from '../../src/http/serve';
 import { createLogger } from '../../src/logger';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
@@ -394,12 +394,14 @@ describe('other routes', () => {
   });
 
   it('GET /readyz answers 503 once shutdown began', async () => {
-    const app = createApp({
-      ...receiver,
-      logger: createLogger('silent'),
+    const stopping = createReceiver(receiver.config, createLogger('silent'), {
       isShuttingDown: () => true,
     });
-    await request(app).get('/readyz').expect(503, { detail: 'shutting down' });
+    try {
+      await request(stopping.listener).get('/readyz').expect(503, { detail: 'shutting down' });
+    } finally {
+      await stopping.close();
+    }
   });
 
   it('GET /metrics is Prometheus text with the delivery metrics', async () => {

@@ -1,7 +1,7 @@
 import request from 'supertest';
 import type { RunningServer } from '../../src/http/serve';
 import { createLogger } from '../../src/logger';
-import { BACKLOG_METRIC } from '../../src/metrics';
+import { BACKLOG_METRIC } from '../../src/telemetry/metrics';
 import { webhookEventSchema } from '../../src/webhooks/events';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { serveWorkerHealth } from '../../src/workers/health-server';

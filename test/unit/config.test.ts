@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig, SENDER_RETRY_WINDOW_SECONDS } from '../../src/config';
+import { ConfigError, loadConfig, SENDER_RETRY_WINDOW_SECONDS } from '../../src/config/config';
 import { cpusInQuota } from '../../src/config/cpu-quota';
 
 function problems(env: Record<string, string>): readonly string[] {

@@ -1,4 +1,4 @@
-import { parseSettings } from '../../src/config';
+import { parseSettings } from '../../src/config/config';
 import { SANDBOX_SETTINGS, sandboxConfig } from '../../src/sandbox/sandbox-settings';
 
 const service = {

@@ -1,7 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import getRawBody from 'raw-body';
 import { inviteBody } from './expect-continue.js';
-import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from './http-errors.js';
+import {
+  BadRequestError,
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+} from '../http/http-errors.js';
 
 /** `application/json`, parameters such as `charset=utf-8` allowed, case-insensitive. */
 export function isJsonContentType(header: string | undefined): boolean {

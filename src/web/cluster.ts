@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
-import { answerMetricsRequests } from './web/cluster-metrics.js';
+import type { Config } from '../config/config.js';
+import { answerMetricsRequests } from './cluster-metrics.js';
 
 /**
  * Back-off for replacing receiver processes that die soon after they start (one that crashes on

@@ -1,33 +1,34 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
-import type { DeliveryOutcome, Metrics } from '../metrics.js';
-import type { DeliveryQueue } from '../queue/delivery-queue.js';
-import { enqueueDelivery } from '../queue/enqueue-delivery.js';
+import type { Config } from '../config/config.js';
+import type { DeliveryOutcome, Metrics } from '../telemetry/metrics.js';
+import type { StoreDelivery } from '../queue/enqueue-delivery.js';
 import { StorageUnavailableError, UnstorableDeliveryError } from '../queue/store-errors.js';
-import { WEB_COMMAND_TIMEOUT_MS } from '../redis/connections.js';
+import type { CustomEvents } from '../webhooks/custom-events.js';
 import { parseEvent } from '../webhooks/parse-event.js';
 import { inServerSpan, inSpanSync } from '../telemetry/tracing.js';
 import { verifySignature } from '../webhooks/verify-signature.js';
 import { addLogFields, sendJson } from './common-middleware.js';
-import { answerError } from './error-handler.js';
+import { answerError } from '../http/error-handler.js';
 import {
   BadRequestError,
   HttpError,
   ServiceUnavailableError,
   SignatureError,
-} from './http-errors.js';
+} from '../http/http-errors.js';
 import { readRawBody } from './read-raw-body.js';
 
 export interface WebhookRouteDeps {
-  readonly config: Config;
-  readonly queue: DeliveryQueue;
+  readonly config: Pick<
+    Config,
+    'webhookPath' | 'maxBodyBytes' | 'webhookSecrets' | 'signatureToleranceSeconds'
+  >;
+  /** Stores a parsed delivery within its deadline (queue/enqueue-delivery.ts). */
+  readonly store: StoreDelivery;
+  /** The fork's own events (src/custom/events.ts), received like built-in ones. */
+  readonly customEvents: CustomEvents;
   readonly metrics: Metrics;
   readonly logger: Logger;
-  /** Tells whether the Redis connection is up; when it is not, answer 503 at once. */
-  readonly isRedisReady: () => boolean;
-  /** Asks the replicas to acknowledge (REDIS_WAIT_REPLICAS > 0); shared by concurrent requests. */
-  readonly confirmReplicas?: () => Promise<number>;
 }
 
 /** Seconds a sender should wait before trying again after a 503. */
@@ -55,8 +56,7 @@ const ANSWER = {
  * POST {WEBHOOK_PATH}: raw body → signature → parse → dedupe + enqueue → answer. The answer is
  * sent only once the delivery is in Redis, so a 2xx always means "stored". A plain Node handler
  * that answers its own errors and never rejects: the receiver calls it before Express for the
- * exact path (createHttp in app.ts), and Express routes the path's other spellings to
- * it.
+ * exact path (web/receiver.ts), and Express routes the path's other spellings to it.
  */
 export function webhookRoute(deps: WebhookRouteDeps): PlainHandler {
   const attributes = { 'http.request.method': 'POST', 'url.path': deps.config.webhookPath };
@@ -98,7 +98,7 @@ async function receive(
   metrics.signatureMatches.inc({ secret: String(verified.secretIndex) });
   metrics.clockSkewSeconds.observe(now - verified.timestamp);
 
-  const parsed = parseEvent(body);
+  const parsed = parseEvent(body, deps.customEvents);
   if (!parsed.ok) throw new BadRequestError(parsed.detail);
   if (!parsed.known) {
     // Acknowledged so the sender stops retrying an event we will never handle; counted and
@@ -110,17 +110,8 @@ async function receive(
   }
 
   const { event } = parsed;
-  if (!deps.isRedisReady()) {
-    throw new ServiceUnavailableError('storage unavailable; retry later', RETRY_AFTER_SECONDS);
-  }
   const stopTimer = metrics.enqueueSeconds.startTimer();
-  // Replicas must acknowledge (REDIS_WAIT_REPLICAS > 0): the deadline grows by their timeout.
-  const confirm = config.redisWaitReplicas > 0 ? deps.confirmReplicas : undefined;
-  const result = await enqueueDelivery(deps.queue, event, {
-    dedupeTtlSeconds: config.dedupeTtlSeconds,
-    deadlineMs: WEB_COMMAND_TIMEOUT_MS + (confirm ? config.redisWaitTimeoutMs : 0),
-    ...(confirm ? { replicas: { count: config.redisWaitReplicas, confirm } } : {}),
-  }).catch((error: unknown) => {
+  const result = await deps.store(event).catch((error: unknown) => {
     // A Redis that stalls or fails must show in the histogram, not only the ones that answered.
     stopTimer({ result: 'failed' });
     if (error instanceof StorageUnavailableError) {

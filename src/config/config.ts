@@ -1,7 +1,7 @@
 import type { z } from 'zod';
-import { SETTINGS, type SettingName, type SettingSpec } from './config/settings.js';
+import { SETTINGS, type SettingName, type SettingSpec } from './settings.js';
 
-export { SENDER_RETRY_WINDOW_SECONDS, SETTINGS, type Reader } from './config/settings.js';
+export { SENDER_RETRY_WINDOW_SECONDS, SETTINGS, type Reader } from './settings.js';
 
 type Camel<S extends string> = S extends `${infer Head}_${infer Tail}`
   ? `${Lowercase<Head>}${Capitalize<Camel<Tail>>}`

@@ -1,0 +1,133 @@
+import type { Dispatcher } from 'undici';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import { PermanentDownloadError } from '../download/download-errors.js';
+import { Meter } from '../download/meter.js';
+import { classifyNetworkError, openDownload } from '../download/open-download.js';
+import type { AudioDetails, AudioMetadata, AudioStore } from '../storage/audio-store.js';
+import { audioExtension, fileStem } from '../storage/file-name.js';
+import { NameCollisionError, StorageError } from '../storage/storage-errors.js';
+import { inSpan } from '../telemetry/tracing.js';
+
+/** The delivery a download is made for: its metadata records it. */
+export interface DeliveryInfo {
+  /** The BullMQ job handling the delivery. */
+  readonly jobId: string;
+  /** The delivery's `event`. */
+  readonly event: string;
+  /** Its `data.id`. */
+  readonly id: string;
+  /** When the receiver accepted the delivery, ISO 8601. */
+  readonly receivedAt: string;
+  /** 1 on the first run of the job, 2 on its first retry, and so on. */
+  readonly attempt: number;
+}
+
+export interface DownloadAudioOptions {
+  /** The item's id: the stored names are `<id><ext>` and `<id>.json` (encoded when unsafe). */
+  readonly id: string;
+  /** Recorded in the metadata beside the download's own fields. @defaultValue none */
+  readonly details?: AudioDetails;
+}
+
+/** The built-in download, as a handler or hook calls it. */
+export type DownloadAudio = (url: string, options: DownloadAudioOptions) => Promise<AudioMetadata>;
+
+export interface AudioDownloaderDeps {
+  readonly config: Pick<Config, 'cdnOrigins' | 'downloadMaxBytes' | 'downloadTimeoutMs'>;
+  readonly store: AudioStore;
+  /** The SSRF-guarded undici Agent (download/guarded-agent.ts). */
+  readonly dispatcher: Dispatcher;
+}
+
+/**
+ * Downloads audio into the store: only from CDN_URL's origins, through the SSRF-guarded agent,
+ * within DOWNLOAD_MAX_BYTES and DOWNLOAD_TIMEOUT_MS, streamed into an atomic write while its
+ * SHA-256 is computed; then `<stem>.json`, written last, so its presence means the audio beside
+ * it is whole. Idempotent: when an earlier run left the file with its recorded size and SHA-256,
+ * nothing is fetched again. A stem that already holds another id's audio is a collision and
+ * fails the job; nothing is overwritten. Resolves to the metadata as stored.
+ */
+export function createAudioDownloader(
+  deps: AudioDownloaderDeps,
+): (
+  url: string,
+  options: DownloadAudioOptions,
+  delivery: DeliveryInfo,
+  logger: Logger,
+) => Promise<AudioMetadata> {
+  return async (url, { id, details }, delivery, logger) => {
+    const stem = fileStem(id);
+    const previous = await deps.store.readMetadata(stem);
+    if (previous !== undefined && previous.id !== id) {
+      throw new NameCollisionError(stem, previous.id, id);
+    }
+    const done =
+      previous && (await deps.store.holds(previous.file, previous.bytes, previous.sha256));
+    const audio = done ? previous : await download(deps, url, stem, { id, details, delivery });
+    logger.info(
+      { id: audio.id, file: audio.file, bytes: audio.bytes },
+      done ? 'audio already downloaded' : 'audio downloaded',
+    );
+    return audio;
+  };
+}
+
+async function download(
+  { config, store, dispatcher }: AudioDownloaderDeps,
+  audioUrl: string,
+  stem: string,
+  item: { id: string; details: AudioDetails | undefined; delivery: DeliveryInfo },
+): Promise<AudioMetadata> {
+  const url = parseUrl(audioUrl);
+  const signal = AbortSignal.timeout(config.downloadTimeoutMs);
+  // The host only: a CDN URL's query may hold a signed token.
+  const server = { 'server.address': url.hostname };
+  try {
+    const opened = await inSpan('audio.download', server, () =>
+      openDownload(audioUrl, {
+        allowedOrigins: config.cdnOrigins,
+        dispatcher,
+        maxBytes: config.downloadMaxBytes,
+        signal,
+      }),
+    );
+    const file = `${stem}${audioExtension(url, opened.contentType)}`;
+    const meter = new Meter(config.downloadMaxBytes);
+    // The body streams from the CDN into the store: this span is the transfer and the write.
+    await inSpan('audio.write', { 'file.name': file }, async (span) => {
+      await store.write(file, meter.measure(opened.body));
+      span?.setAttribute('file.size', meter.bytes);
+    });
+    const metadata: AudioMetadata = {
+      id: item.id,
+      event: item.delivery.event,
+      ...item.details,
+      audio_url: audioUrl,
+      final_url: opened.url.href,
+      file,
+      bytes: meter.bytes,
+      sha256: meter.sha256(),
+      content_type: opened.contentType,
+      downloaded_at: new Date().toISOString(),
+      received_at: item.delivery.receivedAt,
+      job_id: item.delivery.jobId,
+    };
+    // Written last: its presence means the audio beside it is complete.
+    await inSpan('audio.write_metadata', { 'file.name': `${stem}.json` }, () =>
+      store.write(`${stem}.json`, [Buffer.from(`${JSON.stringify(metadata, null, 2)}\n`)]),
+    );
+    return metadata;
+  } catch (error: unknown) {
+    if (error instanceof StorageError) throw error;
+    throw classifyNetworkError(error, signal);
+  }
+}
+
+function parseUrl(value: string): URL {
+  try {
+    return new URL(value);
+  } catch {
+    throw new PermanentDownloadError('the audio URL is not a URL');
+  }
+}

@@ -1,0 +1,128 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { events as exampleEvents } from '../../src/examples/events';
+import { customEvents } from '../../src/webhooks/custom-events';
+import { defineEvent } from '../../src/webhooks/define-event';
+import type { HookContext } from '../../src/workers/hooks';
+import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
+
+// A fork's events (the example voice.converted, and two of the test's own), received and handled
+// exactly as built-in ones: validated, deduplicated, stored, handled once, retried on a throw.
+const WAV = Buffer.from('RIFF custom event audio');
+const ADMIN_PASSWORD = 'dashboard-secret-for-the-context-test';
+let cdn: LocalCdn;
+let pipeline: TestPipeline;
+const contexts: HookContext[] = [];
+let flakyRuns = 0;
+
+const testEvents = [
+  ...exampleEvents,
+  defineEvent({
+    name: 'context.seen',
+    data: z.object({ id: z.string() }),
+    handle(_event, context) {
+      contexts.push(context);
+      return Promise.resolve();
+    },
+  }),
+  defineEvent({
+    name: 'flaky.event',
+    data: z.object({ id: z.string() }),
+    handle() {
+      flakyRuns += 1;
+      return flakyRuns === 1 ? Promise.reject(new Error('first run fails')) : Promise.resolve();
+    },
+  }),
+];
+
+beforeAll(async () => {
+  cdn = await startLocalCdn();
+  cdn.route('/vc.wav', audio(WAV, 'audio/wav'));
+  pipeline = await startTestPipeline(
+    {
+      CDN_URL: cdn.origin,
+      DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+      ADMIN_PASSWORD,
+      WEBHOOK_SECRETS: 'whsec_test_secret',
+    },
+    cdn.ca,
+    {},
+    { customEvents: customEvents(testEvents) },
+  );
+});
+afterAll(async () => {
+  await pipeline.close();
+  await cdn.close();
+});
+
+it('voice.converted: 202, then 200 duplicate; the handler downloads its audio into the store once', async () => {
+  const id = `vc-${randomUUID()}`;
+  const delivery = {
+    event: 'voice.converted',
+    data: { id, audio_url: `${cdn.origin}/vc.wav`, voice: 'sage' },
+  };
+  await pipeline.post(delivery).expect(202, { received: true, duplicate: false });
+  await pipeline.post(delivery).expect(200, { received: true, duplicate: true });
+  expect(await pipeline.settled(id)).toMatchObject({ state: 'completed' });
+  expect(readFileSync(join(pipeline.audioDir, `${id}.wav`)).equals(WAV)).toBe(true);
+  const metadata = JSON.parse(
+    readFileSync(join(pipeline.audioDir, `${id}.json`), 'utf8'),
+  ) as object;
+  expect(metadata).toMatchObject({
+    id,
+    event: 'voice.converted',
+    voice: 'sage',
+    bytes: WAV.length,
+    sha256: createHash('sha256').update(WAV).digest('hex'),
+    content_type: 'audio/wav',
+  });
+  expect(cdn.hits.get('/vc.wav')).toBe(1);
+});
+
+it('data that fails the schema: 400 naming the problem, nothing queued', async () => {
+  const res = await pipeline
+    .post({ event: 'voice.converted', data: { id: 'vc-bad', audio_url: 'ftp://x/a.wav' } })
+    .expect(400);
+  expect((res.body as { detail: string }).detail).toMatch(
+    /^invalid voice\.converted delivery: data\.audio_url: .*; data\.voice: /,
+  );
+  const jobs = await pipeline.receiver.queue.getJobs(['waiting', 'active', 'completed', 'failed']);
+  expect(jobs.filter((job) => job.data.event.data.id === 'vc-bad')).toEqual([]);
+});
+
+it('a handle that throws is retried like a built-in handler', async () => {
+  const id = `flaky-${randomUUID()}`;
+  await pipeline.post({ event: 'flaky.event', data: { id } }).expect(202);
+  expect(await pipeline.settled(id)).toMatchObject({ state: 'completed' });
+  expect(flakyRuns).toBe(2);
+});
+
+it('the context holds what hooks need and no setting, so no secret', async () => {
+  const id = `ctx-${randomUUID()}`;
+  await pipeline.post({ event: 'context.seen', data: { id } }).expect(202);
+  await pipeline.settled(id);
+  const [context] = contexts;
+  expect(Object.keys(context ?? {}).sort()).toEqual([
+    'delivery',
+    'downloadAudio',
+    'failures',
+    'logger',
+    'revocations',
+    'store',
+  ]);
+  expect(context?.delivery).toEqual({
+    jobId: expect.any(String),
+    event: 'context.seen',
+    id,
+    receivedAt: expect.any(String),
+    attempt: 1,
+  });
+  const everything = JSON.stringify(context, (_key, value: unknown) =>
+    typeof value === 'function' ? String(value) : value,
+  );
+  expect(everything).not.toContain(ADMIN_PASSWORD);
+  expect(everything).not.toContain('whsec_test_secret');
+});
