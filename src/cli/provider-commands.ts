@@ -10,11 +10,7 @@ import {
   ProviderUnavailableError,
   RateLimitDeadlineError,
 } from '../provider/provider-errors.js';
-import {
-  PROVIDER_SETTINGS,
-  type ApiKeyConfig,
-  type Endpoint,
-} from '../provider/provider-settings.js';
+import { PROVIDER_SETTINGS } from '../provider/provider-settings.js';
 import { createLocalBlobArea } from '../storage/local-blob-area.js';
 import { MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
@@ -54,8 +50,8 @@ async function withClient<T>(
   work: (client: ProviderClient) => Promise<T>,
 ): Promise<T> {
   const settings = parseSettings(PROVIDER_SETTINGS, env);
-  const baseUrl = settings.providerBaseUrl as string | undefined;
-  const keys = settings.providerApiKeys as ApiKeyConfig[];
+  const baseUrl = settings.providerBaseUrl;
+  const keys = settings.providerApiKeys;
   if (baseUrl === undefined)
     throw new MissingSettingError(
       "PROVIDER_BASE_URL is not set: set it to the provider's {base_url} (e.g. in .env)",
@@ -69,9 +65,9 @@ async function withClient<T>(
     keys,
     redis,
     prefix: config.queuePrefix,
-    limits: settings.providerLimits as Partial<Record<Endpoint, number>>,
-    windowMs: settings.providerRateWindowMs as number,
-    cacheTtlSeconds: settings.ttsCacheTtlSeconds as number,
+    limits: settings.providerLimits,
+    windowMs: settings.providerRateWindowMs,
+    cacheTtlSeconds: settings.ttsCacheTtlSeconds,
     cacheArea: createLocalBlobArea(join(config.audioDir, TTS_CACHE_FOLDER)),
   });
   try {
@@ -145,7 +141,7 @@ export async function runTts(
     bar?.start(todo.length, 0, { rate: '0.0' });
     const started = performance.now();
     let written = 0;
-    // One request at a time: the provider's advice for batches over 10 (spec §8).
+    // One request at a time: the provider's advice for batches over 10 (docs/provider.md, "Rate limits").
     for (const item of todo) {
       const result = await client.tts({ text: item.text, voice });
       const name = `${String(item.number).padStart(4, '0')}${EXTENSIONS[result.contentType.split(';')[0] ?? ''] ?? '.bin'}`;

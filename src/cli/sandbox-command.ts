@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { parseSettings, SETTINGS, type Config } from '../config/config.js';
+import { parseSettings, SETTINGS } from '../config/config.js';
 import { createLogger } from '../logger.js';
 import { startSandbox } from '../sandbox/start-sandbox.js';
 import { SANDBOX_SETTINGS, sandboxConfig } from '../sandbox/sandbox-settings.js';
@@ -29,7 +29,7 @@ export async function runSandbox(
   const settings = parseSettings(SANDBOX_SETTINGS, { ...env, ...fromFlags });
   // The service's settings the sandbox reads (Redis, secrets, log level) without the service's
   // cross-checks: QUEUE_PREFIX is not the sandbox's (its own prefix is checked in sandboxConfig).
-  const service = parseSettings(SETTINGS, env, { forCli: true }) as Config;
+  const service = parseSettings(SETTINGS, env, { forCli: true });
   const config = sandboxConfig(settings, service);
   if ('error' in config) throw new UsageError(config.error);
   const level = service.logLevel;

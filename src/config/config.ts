@@ -1,20 +1,24 @@
 import type { z } from 'zod';
-import { SETTINGS, type SettingName, type SettingSpec } from './settings.js';
+import { SETTINGS, type SettingSpec } from './settings.js';
 
 export { SENDER_RETRY_WINDOW_SECONDS, SETTINGS, type Reader } from './settings.js';
 
 type Camel<S extends string> = S extends `${infer Head}_${infer Tail}`
   ? `${Lowercase<Head>}${Capitalize<Camel<Tail>>}`
   : Lowercase<S>;
-type Settings = typeof SETTINGS;
-type FieldOf<N extends SettingName> = Settings[N] extends { key: infer K extends string }
+type FieldOf<Table, N extends keyof Table & string> = Table[N] extends {
+  key: infer K extends string;
+}
   ? K
   : Camel<N>;
 
-/** Every setting of the service, typed as parsed; the fields follow from SETTINGS. */
-export type Config = {
-  readonly [N in SettingName as FieldOf<N>]: Readonly<z.output<Settings[N]['schema']>>;
+/** A table of settings, typed as parsed: `DOWNLOAD_MAX_BYTES` → `downloadMaxBytes: number`. */
+export type ParsedSettings<Table extends Readonly<Record<string, SettingSpec>>> = {
+  readonly [N in keyof Table & string as FieldOf<Table, N>]: Readonly<z.output<Table[N]['schema']>>;
 };
+
+/** Every setting of the service, typed as parsed; the fields follow from SETTINGS. */
+export type Config = ParsedSettings<typeof SETTINGS>;
 export type Role = Config['role'];
 
 export class ConfigError extends Error {
@@ -42,11 +46,11 @@ export interface LoadOptions {
  * so an operator fixes them all in one go. An empty variable counts as unset. The sandbox's own
  * settings go through this too.
  */
-export function parseSettings(
-  table: Readonly<Record<string, SettingSpec>>,
+export function parseSettings<Table extends Readonly<Record<string, SettingSpec>>>(
+  table: Table,
   env: NodeJS.ProcessEnv,
   { forCli = false }: LoadOptions = {},
-): Readonly<Record<string, unknown>> {
+): ParsedSettings<Table> {
   const problems: string[] = [];
   const parsed: Record<string, unknown> = {};
   for (const [name, spec] of Object.entries(table)) {
@@ -62,7 +66,8 @@ export function parseSettings(
     else problems.push(...result.error.issues.map((issue) => `${name} ${issue.message}`));
   }
   if (problems.length > 0) throw new ConfigError(problems);
-  return Object.freeze(parsed);
+  // Each field was parsed by its own schema above; the mapped type says so field by field.
+  return Object.freeze(parsed) as ParsedSettings<Table>;
 }
 
 /** Reads the environment into the service's frozen Config. */
@@ -70,7 +75,7 @@ export function loadConfig(
   env: NodeJS.ProcessEnv = process.env,
   options: LoadOptions = {},
 ): Config {
-  const config = parseSettings(SETTINGS, env, options) as Config;
+  const config = parseSettings(SETTINGS, env, options);
   const problems = crossProblems(config);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -13,7 +13,7 @@ import {
 
 /**
  * The sender retries for 30 s + 5 min + 30 min + 2 h + 6 h = 8 h 35 min 30 s after the first
- * attempt (spec §6). A dedupe window shorter than that would let a late retry run twice.
+ * attempt (docs/provider.md, "Retries"). A dedupe window shorter than that would let a late retry run twice.
  */
 export const SENDER_RETRY_WINDOW_SECONDS = 30 + 5 * 60 + 30 * 60 + 2 * 3600 + 6 * 3600;
 

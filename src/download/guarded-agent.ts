@@ -6,13 +6,19 @@ import { isPublicAddress } from './ip-policy.js';
 
 export interface GuardedAgentOptions {
   readonly allowPrivateIps: boolean;
-  /** Extra trusted CA certificates (PEM), e.g. a local test CDN's. */
+  /**
+   * Extra trusted CA certificates (PEM), e.g. a local test CDN's.
+   * @defaultValue none: Node's bundled CAs only
+   */
   readonly ca?: string | readonly string[];
   /** Bounds on connect, response headers and silence between body chunks. */
   readonly connectTimeoutMs: number;
   readonly headersTimeoutMs: number;
   readonly bodyIdleTimeoutMs: number;
-  /** Resolves a name to all its addresses; Node's DNS lookup unless a test stands in for it. */
+  /**
+   * Resolves a name to all its addresses (a test stands in for DNS).
+   * @defaultValue Node's DNS lookup, every address
+   */
   readonly resolve?: Resolver;
 }
 

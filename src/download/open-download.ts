@@ -12,6 +12,10 @@ export interface OpenDownloadOptions {
   readonly maxBytes: number;
   /** Aborts everything, the body included: the whole-download deadline. */
   readonly signal: AbortSignal;
+  /**
+   * Redirects followed, each hop checked again.
+   * @defaultValue 5
+   */
   readonly maxRedirects?: number;
 }
 

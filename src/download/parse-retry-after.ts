@@ -3,7 +3,7 @@ export const MAX_RETRY_AFTER_MS = 6 * 3600 * 1000;
 
 /**
  * Retry-After as delay-seconds or an HTTP date (RFC 9110 §10.2.3), in ms, capped. The provider
- * does not say which unit it uses (spec §8), so both forms are read; anything else is ignored.
+ * does not say which unit it uses (docs/provider.md, "Rate limits"), so both forms are read; anything else is ignored.
  */
 export function parseRetryAfter(header: string | undefined, now = Date.now()): number | undefined {
   if (header === undefined) return undefined;

@@ -48,7 +48,7 @@ export class UnsupportedMediaTypeError extends HttpError {
   }
 }
 
-/** Redis could not store the delivery; the sender retries (spec §6), so ask it to come back. */
+/** Redis could not store the delivery; the sender retries (docs/provider.md, "Retries"), so ask it to come back. */
 export class ServiceUnavailableError extends HttpError {
   constructor(detail: string, retryAfterSeconds: number, cause?: unknown) {
     super(503, detail, { 'Retry-After': String(retryAfterSeconds) }, { cause });

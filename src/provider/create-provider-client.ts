@@ -7,7 +7,8 @@ import {
   ProviderUnavailableError,
   RateLimitDeadlineError,
 } from './provider-errors.js';
-import { DEFAULT_LIMITS, type ApiKeyConfig, type Endpoint } from './provider-settings.js';
+import { SPEC_LIMITS, type Endpoint } from '../spec/rate-limits.js';
+import type { ApiKeyConfig } from './provider-settings.js';
 import { askedWaitMs, fullJitter } from './retry-after.js';
 import { createTtsCache, type BlobArea, type CachedAudio } from './tts-cache.js';
 
@@ -18,11 +19,20 @@ export interface ProviderClientOptions {
   readonly keys: readonly ApiKeyConfig[];
   /** Shared by every process that must share the limits, pauses and cache. */
   readonly redis: RedisConnection;
-  /** Where the revocation registry lives (the service's QUEUE_PREFIX). Default `audio-webhooks`. */
+  /**
+   * Where the revocation registry lives (the service's QUEUE_PREFIX).
+   * @defaultValue 'audio-webhooks'
+   */
   readonly prefix?: string;
-  /** Per key and window. Default spec §8: tts 60, voice-convert 20, voices 600. */
+  /**
+   * Per key and window; endpoints left out keep the spec's limit.
+   * @defaultValue the spec's: tts 60, voice-convert 20, voices 600 (spec/rate-limits.ts)
+   */
   readonly limits?: Partial<Record<Endpoint, number>>;
-  /** The provider's window, ms. Default 60,000. */
+  /**
+   * The window the limits count in, ms.
+   * @defaultValue 60000
+   */
   readonly windowMs?: number;
   /**
    * Identical TTS requests are served from the cache this long; 0 turns it off.
@@ -32,14 +42,28 @@ export interface ProviderClientOptions {
   /**
    * Where cached TTS bodies are kept (Redis keeps only an index). Without one, nothing is cached:
    * the bodies never go into the queue's Redis.
+   * @defaultValue none (no cache)
    */
   readonly cacheArea?: BlobArea;
-  /** How long a call may wait for a slot or a pause, ms. Default 5 minutes. */
+  /**
+   * How long a call may wait for a slot or a pause, ms.
+   * @defaultValue 300000 (5 minutes)
+   */
   readonly deadlineMs?: number;
-  /** Retries of 429, 408, 5xx and network errors. Default 4. */
+  /**
+   * Retries of 429, 408, 5xx and network errors.
+   * @defaultValue 4
+   */
   readonly maxRetries?: number;
-  /** One request's timeout, ms. Default 30,000. */
+  /**
+   * One request's timeout, ms.
+   * @defaultValue 30000
+   */
   readonly timeoutMs?: number;
+  /**
+   * The undici dispatcher requests go through.
+   * @defaultValue undici's global dispatcher
+   */
   readonly dispatcher?: Dispatcher;
 }
 
@@ -83,7 +107,7 @@ export async function createProviderClient(
     throw new Error('no API keys: set PROVIDER_API_KEYS (key_id=token,…)');
   const prefix = options.prefix ?? 'audio-webhooks';
   const windowMs = options.windowMs ?? 60_000;
-  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const limits = { ...SPEC_LIMITS, ...options.limits };
   const deadlineMs = options.deadlineMs ?? 300_000;
   const maxRetries = options.maxRetries ?? 4;
   const limiter = createLimiter(options.redis, prefix, limits, windowMs);

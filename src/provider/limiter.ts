@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisConnection } from '../redis/connections.js';
-import type { Endpoint } from './provider-settings.js';
+import type { Endpoint } from '../spec/rate-limits.js';
 
 /**
  * The shared limiter: an exact sliding log per (key, endpoint), one sorted-set entry per request

@@ -2,8 +2,9 @@ import { z } from 'zod';
 import { int, list } from '../config/parsers.js';
 import type { SettingSpec } from '../config/settings.js';
 
-export type Endpoint = 'tts' | 'voice-convert' | 'voices';
-export const ENDPOINTS: readonly Endpoint[] = ['tts', 'voice-convert', 'voices'];
+import { ENDPOINTS, SPEC_LIMITS_SETTING, type Endpoint } from '../spec/rate-limits.js';
+
+export type { Endpoint } from '../spec/rate-limits.js';
 
 export interface ApiKeyConfig {
   readonly id: string;
@@ -65,7 +66,7 @@ export const PROVIDER_SETTINGS = {
   },
   PROVIDER_LIMITS: {
     schema: limits,
-    default: 'tts=60,voice-convert=20,voices=600',
+    default: SPEC_LIMITS_SETTING,
     readBy: ['client'],
     doc: 'per key and window; raise for an enterprise contract',
   },
@@ -82,10 +83,3 @@ export const PROVIDER_SETTINGS = {
     doc: 'identical TTS requests within this time are served from the cache; `0` turns it off',
   },
 } as const satisfies Record<string, SettingSpec>;
-
-/** Spec §8's defaults, per key and window. */
-export const DEFAULT_LIMITS: Readonly<Record<Endpoint, number>> = {
-  tts: 60,
-  'voice-convert': 20,
-  voices: 600,
-};

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { int, origin } from '../config/parsers.js';
+import type { ParsedSettings } from '../config/config.js';
 import type { SettingSpec } from '../config/settings.js';
 import type { RedisConfig } from '../redis/connections.js';
 
@@ -138,32 +139,32 @@ export function originOf(scheme: 'http' | 'https', host: string, port: number): 
  * second secret: the next of WEBHOOK_SECRETS, else `<secret>_rotated`.
  */
 export function sandboxConfig(
-  settings: Readonly<Record<string, unknown>>,
+  settings: ParsedSettings<typeof SANDBOX_SETTINGS>,
   service: RedisConfig & { readonly webhookSecrets: readonly string[] },
 ): SandboxConfig | { readonly error: string } {
-  const secret = (settings.sandboxSecret as string | undefined) ?? service.webhookSecrets[0];
+  const secret = settings.sandboxSecret ?? service.webhookSecrets[0];
   if (secret === undefined)
     return { error: 'no signing secret: pass --secret or set WEBHOOK_SECRETS' };
-  const prefix = settings.sandboxPrefix as string;
+  const prefix = settings.sandboxPrefix;
   if (service.redisClusterNodes.length > 0 && !/\{[^{}]+\}/.test(prefix)) {
     // Its deliveries are a BullMQ queue and its records change two keys at once: one slot.
     return {
       error: `SANDBOX_PREFIX must hold a {hash tag} such as {${prefix}} with REDIS_CLUSTER_NODES`,
     };
   }
-  const host = settings.sandboxHost as string;
+  const host = settings.sandboxHost;
   return {
     host,
-    port: settings.sandboxPort as number,
-    cdnPort: settings.sandboxCdnPort as number,
-    publicHost: publicHostFor(host, settings.sandboxPublicHost as string | undefined),
-    webhookUrl: settings.sandboxWebhookUrl as string,
+    port: settings.sandboxPort,
+    cdnPort: settings.sandboxCdnPort,
+    publicHost: publicHostFor(host, settings.sandboxPublicHost),
+    webhookUrl: settings.sandboxWebhookUrl,
     secret,
     rotatedSecret: service.webhookSecrets.find((s) => s !== secret) ?? `${secret}_rotated`,
-    timeScale: settings.sandboxTimeScale as number,
-    rateWindowMs: settings.sandboxRateWindowMs as number,
-    deliveryTimeoutMs: settings.sandboxDeliveryTimeoutMs as number,
-    dir: settings.sandboxDir as string,
+    timeScale: settings.sandboxTimeScale,
+    rateWindowMs: settings.sandboxRateWindowMs,
+    deliveryTimeoutMs: settings.sandboxDeliveryTimeoutMs,
+    dir: settings.sandboxDir,
     prefix,
     redisUrl: service.redisUrl,
     redisSentinels: service.redisSentinels,

@@ -16,6 +16,7 @@ import { pipeline } from 'node:stream/promises';
 import type { AudioMetadata, AudioStore } from './audio-store.js';
 import { inSpan } from '../telemetry/tracing.js';
 import { storageError } from './storage-errors.js';
+import { groupCommit } from '../util/group-commit.js';
 
 /** Temp names say which host and process wrote them, so start-up removes only dead writers' files. */
 const HOST_TAG = createHash('sha256').update(hostname()).digest('hex').slice(0, 8);
@@ -53,38 +54,6 @@ async function fsyncDirectory(dir: string): Promise<void> {
   } finally {
     await handle.close();
   }
-}
-
-/**
- * Group commit: wraps an fsync so that many callers share it. A caller is covered by the first
- * run that starts after it asked, so callers arriving while one runs share the next one. With
- * WORKER_CONCURRENCY jobs each renaming two files, this turns up to 2 × concurrency directory
- * fsyncs into a handful, and never lets a rename go unsynced.
- */
-export function groupCommit(sync: () => Promise<void>): () => Promise<void> {
-  let running: Promise<void> | undefined;
-  let next: Promise<void> | undefined;
-  const start = (): Promise<void> => {
-    const run: Promise<void> = sync().finally(() => {
-      if (running === run) running = undefined;
-    });
-    running = run;
-    return run;
-  };
-  return () => {
-    // One already waits to start after the running one: it will cover this caller too.
-    if (next !== undefined) return next;
-    if (running === undefined) return start();
-    const settled = running.then(
-      () => undefined,
-      () => undefined,
-    );
-    next = settled.then(() => {
-      next = undefined;
-      return start();
-    });
-    return next;
-  };
 }
 
 /**
@@ -227,6 +196,7 @@ async function checkWritable(dir: string): Promise<void> {
 /** Audio on the local filesystem (a volume in Docker). Names come from fileStem, never from input. */
 export async function createLocalAudioStore(dir: string): Promise<AudioStore> {
   await checkWritable(dir);
+  // Up to 2 × WORKER_CONCURRENCY renames at once share a handful of directory fsyncs.
   const syncDirectory = groupCommit(() => fsyncDirectory(dir));
   return {
     async write(name, source) {

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 
 /**
- * The events this receiver knows (spec §6). Objects are loose: fields the spec does not show are
- * kept and passed on, never rejected, so a provider that adds a field does not break deliveries.
- * To add an event: add its schema to `webhookEventSchema`; the compiler then points at the
- * dispatcher (src/workers/dispatch.ts) until a handler exists.
+ * The provider's events (docs/provider.md, "The events"). Objects are loose: fields the provider
+ * does not show are kept and passed on, never rejected, so a provider that adds a field does not
+ * break deliveries. A fork's own events are declared in src/custom/events.ts (defineEvent), not
+ * here; a new event of the provider's goes in `webhookEventSchema`, and the compiler then points
+ * at the dispatcher (src/workers/dispatch.ts) until a handler exists.
  */
 const id = z.string().min(1);
 

@@ -1,7 +1,10 @@
 import { computeSignature } from './compute-signature.js';
 
 export interface SignOptions {
-  /** Unix seconds; defaults to now. A fraction is dropped: `t` is digits only (spec §5). */
+  /**
+   * Unix seconds. A fraction is dropped: `t` is digits only.
+   * @defaultValue now
+   */
   timestamp?: number;
 }
 

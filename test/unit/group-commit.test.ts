@@ -1,4 +1,4 @@
-import { groupCommit } from '../../src/storage/local-audio-store';
+import { groupCommit } from '../../src/util/group-commit';
 
 /** An fsync stand-in that records when each run starts and finishes only when told to. */
 function controlledSync() {

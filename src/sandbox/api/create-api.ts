@@ -23,7 +23,7 @@ export interface SandboxApiDeps {
   readonly logger: Logger;
 }
 
-/** The provider's API (spec §4) as the sandbox plays it, and the sandbox's control endpoints. */
+/** The provider's API (docs/provider.md) as the sandbox plays it, and the sandbox's control endpoints. */
 export function createSandboxApi(deps: SandboxApiDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');

@@ -5,7 +5,7 @@ import { synthesizeWav } from '../audio/synthesize-wav.js';
 import { ApiError } from './api-error.js';
 import type { SandboxApiDeps } from './create-api.js';
 import type { ApiKey } from './keys.js';
-import { LIMITS, type Endpoint } from './rate-limit.js';
+import { SPEC_LIMITS, type Endpoint } from '../../spec/rate-limits.js';
 import { batchRequest, firstProblem, ttsRequest, voiceConvertRequest } from './schemas.js';
 
 export const VOICES = [
@@ -19,7 +19,7 @@ const sendWav = (res: Response, wav: Buffer) => {
   res.status(200).type('audio/wav').send(wav);
 };
 
-/** The provider's endpoints (spec §4): key, limit, request log, then the work. */
+/** The provider's endpoints (docs/provider.md): key, limit, request log, then the work. */
 export function providerRoutes(deps: SandboxApiDeps): Router {
   const app = Router();
   /** Key, then limit; every API request is logged with the status it got. */
@@ -51,7 +51,7 @@ export function providerRoutes(deps: SandboxApiDeps): Router {
         const seconds = Math.ceil(admission.waitMs / 1000);
         throw new ApiError(
           429,
-          `rate limit of ${LIMITS[endpoint]} requests per ${deps.rateWindowMs / 1000} s exceeded for ${endpoint} with key ${key.id}; retry after ${seconds} s`,
+          `rate limit of ${SPEC_LIMITS[endpoint]} requests per ${deps.rateWindowMs / 1000} s exceeded for ${endpoint} with key ${key.id}; retry after ${seconds} s`,
           { 'Retry-After': String(seconds) },
         );
       }

@@ -1,14 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisConnection } from '../../redis/connections.js';
-
-export type Endpoint = 'tts' | 'voice-convert' | 'voices';
-
-/** Spec §8: per key, per minute (per window here), sliding. */
-export const LIMITS: Readonly<Record<Endpoint, number>> = {
-  tts: 60,
-  'voice-convert': 20,
-  voices: 600,
-};
+import { SPEC_LIMITS, type Endpoint } from '../../spec/rate-limits.js';
 
 export type Admission =
   { readonly admitted: true } | { readonly admitted: false; readonly waitMs: number };
@@ -41,7 +33,7 @@ export function createRateLimiter(redis: RedisConnection, prefix: string, window
         1,
         `${prefix}:rate:{${keyId}}:${endpoint}`,
         windowMs,
-        LIMITS[endpoint],
+        SPEC_LIMITS[endpoint],
         member,
       ),
     );
