@@ -1,5 +1,6 @@
 import { request } from 'undici';
 import type { Config } from '../config/config.js';
+import { SAMPLE_AUDIO_PATH } from '../sandbox/cdn/sample-path.js';
 import { sampleDelivery } from '../webhooks/sample-delivery.js';
 import { signPayload } from '../webhooks/sign-payload.js';
 import { describeError, OperationalError, UsageError } from './cli-errors.js';
@@ -42,11 +43,12 @@ export async function send(args: SendArgs, config: Config, output: Output): Prom
   if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
     throw new UsageError(`--url must be an http:// or https:// URL, not ${JSON.stringify(url)}`);
   }
+  const cdn = config.cdnOrigins[0];
   const body = JSON.stringify(
     sampleDelivery(args.event, {
-      data,
+      // The sandbox's CDN serves this file, so a sample sent against the sandbox downloads.
+      data: cdn === undefined ? data : { audio_url: `${cdn}${SAMPLE_AUDIO_PATH}`, ...data },
       ...(args.id === undefined ? {} : { id: args.id }),
-      ...(config.cdnOrigins[0] === undefined ? {} : { cdnOrigin: config.cdnOrigins[0] }),
     }),
   );
   const res = await request(url, {

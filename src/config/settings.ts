@@ -30,13 +30,13 @@ export interface SettingSpec {
   /** The Config field, when the camel-cased name would read badly. */
   readonly key?: string;
   readonly readBy: readonly Reader[];
-  /** One line for the README's table and .env.example. */
+  /** One line for docs/configuration.md's table and .env.example. */
   readonly doc: string;
 }
 
 /**
  * EVERY SETTING, DECLARED ONCE. The Config type follows from this table; a test checks that
- * .env.example and the README's configuration table name the same variables with the same
+ * .env.example and docs/configuration.md's table name the same variables with the same
  * defaults and readers. Add a setting here and those two tell you where else to write it.
  */
 export const SETTINGS = {

@@ -56,7 +56,7 @@ const baseUrl = z
     }
   }, 'must be an http:// or https:// URL');
 
-/** The provider client's settings (README, "Calling the provider"), declared once. */
+/** The provider client's settings (docs/provider-client.md), declared once. */
 export const PROVIDER_SETTINGS = {
   PROVIDER_BASE_URL: { schema: baseUrl, readBy: ['client'], doc: "the provider's {base_url}" },
   PROVIDER_API_KEYS: {

@@ -24,7 +24,7 @@ export interface SandboxSettingSpec extends SettingSpec {
 }
 
 /**
- * The sandbox's settings (README, "The provider sandbox"), declared once: flag, variable,
+ * The sandbox's settings (docs/sandbox.md), declared once: flag, variable,
  * default, doc. REDIS_URL and WEBHOOK_SECRETS come from the service's own table.
  */
 export const SANDBOX_SETTINGS = {

@@ -12,11 +12,12 @@ import { createRateLimiter } from './api/rate-limit.js';
 import { createRequestLog } from './api/request-log.js';
 import { createAudioFiles } from './audio/audio-files.js';
 import { cdnCertificate } from './cdn/certificate.js';
-import { startCdn } from './cdn/cdn-server.js';
+import { SAMPLE_FILE, startCdn } from './cdn/cdn-server.js';
+import { synthesizeWav } from './audio/synthesize-wav.js';
 import { createDeliveryEngine } from './delivery/delivery-engine.js';
 import { originOf, type SandboxConfig } from './sandbox-settings.js';
 
-/** What `<dir>/sandbox.json` holds and the sandbox prints (README, "The provider sandbox"). */
+/** What `<dir>/sandbox.json` holds and the sandbox prints (docs/sandbox.md). */
 export interface SandboxInfo {
   readonly api: string;
   readonly cdn: string;
@@ -78,6 +79,7 @@ export async function startSandbox(config: SandboxConfig, logger: Logger): Promi
     connection.up();
     const audioDir = join(config.dir, 'audio');
     await mkdir(audioDir, { recursive: true });
+    await writeFile(join(audioDir, SAMPLE_FILE), synthesizeWav('sample', 'alloy'));
     const cdn = await startCdn(audioDir, certificate, config.host, config.cdnPort).catch(
       (error: unknown) => {
         throw new Error(`--cdn-port ${config.cdnPort}: ${String(error)}`);

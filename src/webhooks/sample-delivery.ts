@@ -10,7 +10,7 @@ export interface SampleOptions {
 
 /**
  * A delivery body as the provider sends it (docs/provider.md, "A delivery"), for the CLI's `send`, the tests and the
- * benchmark. Events other than `audio.ready` get only `data.id`: the spec shows nothing more.
+ * benchmark. Events other than `audio.ready` get only `data.id`: the provider shows nothing more.
  */
 export function sampleDelivery(
   event: string,

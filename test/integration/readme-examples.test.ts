@@ -11,12 +11,16 @@ import { createTestReceiver, deleteKeys, type TestReceiver } from '../helpers/te
 
 const run = promisify(execFile);
 const root = join(__dirname, '..', '..');
+const HTTP_ANSWERS = join('docs', 'http-answers.md');
 
-/** The shell block that follows `<!-- marker… -->` in the README, exactly as a reader copies it. */
-export function readmeBlock(marker: string): string {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+/**
+ * The shell block that follows `<!-- marker… -->` in the README (or another page of the docs),
+ * exactly as a reader copies it.
+ */
+export function readmeBlock(marker: string, file = 'README.md'): string {
+  const readme = readFileSync(join(root, file), 'utf8');
   const at = readme.indexOf(`<!-- ${marker}`);
-  if (at < 0) throw new Error(`README has no <!-- ${marker} --> block`);
+  if (at < 0) throw new Error(`${file} has no <!-- ${marker} --> block`);
   const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(at));
   if (!block?.[1]) throw new Error(`no sh block after <!-- ${marker} -->`);
   return block[1];
@@ -34,7 +38,7 @@ afterAll(async () => {
 });
 
 it("the README's openssl + curl signing example is accepted, then recognised as a duplicate", async () => {
-  const script = readmeBlock('signing-example');
+  const script = readmeBlock('signing-example', HTTP_ANSWERS);
   const env = {
     PATH: process.env.PATH ?? '',
     SECRET: 'whsec_from_the_readme',
@@ -49,13 +53,17 @@ it("the README's openssl + curl signing example is accepted, then recognised as 
 });
 
 it('with a wrong secret the same example gets 401', async () => {
-  const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', readmeBlock('signing-example')], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      SECRET: 'not-the-secret',
-      URL: `http://127.0.0.1:${server.port}/webhooks`,
+  const { stdout } = await run(
+    'bash',
+    ['-euo', 'pipefail', '-c', readmeBlock('signing-example', HTTP_ANSWERS)],
+    {
+      env: {
+        PATH: process.env.PATH ?? '',
+        SECRET: 'not-the-secret',
+        URL: `http://127.0.0.1:${server.port}/webhooks`,
+      },
     },
-  });
+  );
   expect(JSON.parse(stdout)).toEqual({ detail: 'no signature matched any configured secret' });
 });
 
@@ -69,15 +77,15 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
-it('"Try it with the sandbox": the README steps, as written, leave hello.json and hello.wav', async () => {
+it('"Try it with the sandbox", then the CLI\'s `send` against it: the README steps, as written, leave hello.* and demo-1.*', async () => {
   // The steps use the README's fixed ports (4010, 4443, 3000) and ./data under the repository.
   const prefixes = {
     QUEUE_PREFIX: `test-${randomUUID()}`,
     SANDBOX_PREFIX: `sandbox-${randomUUID()}`,
   };
-  rmSync(join(root, 'data', 'audio', 'hello.json'), { force: true });
-  rmSync(join(root, 'data', 'audio', 'hello.wav'), { force: true });
-  const script = readmeBlock('sandbox-demo');
+  for (const name of ['hello.json', 'hello.wav', 'demo-1.json', 'demo-1.wav'])
+    rmSync(join(root, 'data', 'audio', name), { force: true });
+  const script = `${readmeBlock('sandbox-demo')}${readmeBlock('send-example')}`;
   const child = spawn('bash', ['-euo', 'pipefail', '-c', script], {
     cwd: root,
     env: { ...process.env, ...prefixes, LOG_LEVEL: 'warn' },
@@ -93,8 +101,12 @@ it('"Try it with the sandbox": the README steps, as written, leave hello.json an
     expect(code).toBe(0);
     expect(stdout).toMatch(/"batch_id":"batch_[0-9a-f]{16}","items":\[\{"id":"hello"\}\]/);
     expect(stdout).toMatch(/^hello\.json\nhello\.wav$/m);
-    const wav = readFileSync(join(root, 'data', 'audio', 'hello.wav'));
-    expect(wav.subarray(0, 4).toString()).toBe('RIFF');
+    expect(stdout).toMatch(/^HTTP 202\n\{"received":true,"duplicate":false\}$/m);
+    expect(stdout).toMatch(/^demo-1\.json\ndemo-1\.wav\nhello\.json\nhello\.wav$/m);
+    for (const name of ['hello.wav', 'demo-1.wav']) {
+      const wav = readFileSync(join(root, 'data', 'audio', name));
+      expect(wav.subarray(0, 4).toString()).toBe('RIFF');
+    }
   } finally {
     if (groupAlive(pgid)) process.kill(-pgid, 'SIGTERM');
     const deadline = Date.now() + 10_000;

@@ -9,7 +9,6 @@ import { SANDBOX_SETTINGS, type SandboxSettingSpec } from '../../src/sandbox/san
 const root = join(__dirname, '..', '..');
 const read = (path: string) => readFileSync(path, 'utf8');
 const settings = Object.entries(SETTINGS) as [string, SettingSpec][];
-const names = settings.map(([name]) => name);
 
 /** Cells of a Markdown table row; `\|` inside a cell is not a separator. */
 const cells = (row: string) =>
@@ -37,8 +36,8 @@ const documentedDefault = (spec: SettingSpec) =>
   spec.default === undefined ? (spec.required ? '— (required)' : '—') : `\`${spec.default}\``;
 
 describe('the settings and their documents agree', () => {
-  it("README's configuration table: the same variables, defaults and readers, in order", () => {
-    const rows = tableAfter(read(join(root, 'README.md')), '## Configuration');
+  it("docs/configuration.md's table: the same variables, defaults and readers, in order", () => {
+    const rows = tableAfter(read(join(root, 'docs', 'configuration.md')), '# Configuration');
     const expected = settings.map(([name, spec]) => [
       `\`${name}\``,
       documentedDefault(spec),
@@ -48,16 +47,25 @@ describe('the settings and their documents agree', () => {
     expect(rows.map((row) => row.slice(0, 3))).toEqual(expected);
   });
 
-  it('.env.example: every variable once, with its default', () => {
-    const lines = read(join(root, '.env.example'))
-      .split('\n')
-      .map((line) => /^(?:# )?([A-Z][A-Z0-9_]*)=(.*)$/.exec(line))
-      .filter((match) => match !== null);
-    expect(lines.map((match) => match[1])).toEqual(names);
-    for (const [, name, value] of lines) {
-      const spec = SETTINGS[name as keyof typeof SETTINGS] as SettingSpec;
-      if (spec.required !== true) expect([name, value]).toEqual([name, spec.default ?? '']);
-    }
+  it('.env.example: every variable every role reads, once, with its default and its readers', () => {
+    const tables = [SETTINGS, PROVIDER_SETTINGS, SANDBOX_SETTINGS].flatMap(
+      (table) => Object.entries(table) as [string, SettingSpec][],
+    );
+    const lines = read(join(root, '.env.example')).split('\n');
+    const found = lines.flatMap((line, at) => {
+      const match = /^(?:# )?([A-Z][A-Z0-9_]*)=(.*)$/.exec(line);
+      if (match === null) return [];
+      const readers = /\(read by ([a-z, ]+)\)$/.exec(lines[at - 1] ?? '')?.[1];
+      return [{ name: match[1], value: match[2], readers }];
+    });
+    // On a mismatch, the expected entries are the ones to write.
+    expect(found).toEqual(
+      tables.map(([name, spec]) => ({
+        name,
+        value: spec.required === true ? expect.any(String) : (spec.default ?? ''),
+        readers: spec.readBy.join(', '),
+      })),
+    );
   });
 
   it('nothing in the repository reads outside it: no path to a sibling of the clone', () => {
@@ -82,8 +90,12 @@ describe('the settings and their documents agree', () => {
       spec.default === undefined ? '—' : `\`${spec.default}\``,
     ]);
 
-    it("README's flag table: the same flags, variables and defaults, in order", () => {
-      const rows = tableAfter(read(join(root, 'README.md')), '## The provider sandbox', 'flag');
+    it("docs/sandbox.md's flag table: the same flags, variables and defaults, in order", () => {
+      const rows = tableAfter(
+        read(join(root, 'docs', 'sandbox.md')),
+        '# The provider sandbox',
+        'flag',
+      );
       expect(rows.map((row) => row.slice(0, 3))).toEqual(expected);
     });
   });
@@ -92,8 +104,11 @@ describe('the settings and their documents agree', () => {
     const provider = Object.entries(PROVIDER_SETTINGS) as [string, SettingSpec][];
     const expected = provider.map(([name, spec]) => [`\`${name}\``, documentedDefault(spec)]);
 
-    it("README's table names the same variables with the same defaults", () => {
-      const readme = tableAfter(read(join(root, 'README.md')), '## Calling the provider');
+    it("docs/provider-client.md's table names the same variables with the same defaults", () => {
+      const readme = tableAfter(
+        read(join(root, 'docs', 'provider-client.md')),
+        '# Calling the provider',
+      );
       expect(readme.map((row) => row.slice(0, 2))).toEqual(expected);
     });
   });

@@ -4,9 +4,16 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { CdnCertificate } from './certificate.js';
+import { SAMPLE_AUDIO_PATH } from './sample-path.js';
 
-/** The only paths served: names the sandbox itself made (see audio-files.ts). */
+/**
+ * The only paths served: names the sandbox itself made (see audio-files.ts), and the sample
+ * every `audio-webhooks send audio.ready` points at when CDN_URL is the sandbox's.
+ */
 const AUDIO_PATH = /^\/audio\/(batch_[0-9a-f]{16})\/(\d{1,6})\.wav$/;
+
+/** The sample's file in the audio folder (a name no batch folder can have). */
+export const SAMPLE_FILE = 'sample.wav';
 
 export interface CdnServer {
   readonly server: Server;
@@ -25,12 +32,15 @@ export async function startCdn(
   port: number,
 ): Promise<CdnServer> {
   const server = createServer({ key: certificate.key, cert: certificate.cert }, (req, res) => {
-    const match = AUDIO_PATH.exec(new URL(req.url ?? '/', 'https://cdn').pathname);
-    if (req.method !== 'GET' || !match) {
+    const pathname = new URL(req.url ?? '/', 'https://cdn').pathname;
+    const match = AUDIO_PATH.exec(pathname);
+    if (req.method !== 'GET' || (!match && pathname !== SAMPLE_AUDIO_PATH)) {
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"not found"}');
       return;
     }
-    const path = join(audioDir, match[1] ?? '', `${match[2] ?? ''}.wav`);
+    const path = match
+      ? join(audioDir, match[1] ?? '', `${match[2] ?? ''}.wav`)
+      : join(audioDir, SAMPLE_FILE);
     stat(path).then(
       (info) => {
         res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': info.size });
