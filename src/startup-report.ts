@@ -54,6 +54,11 @@ export function reportStartup(config: Config, logger: Logger, facts: StartupFact
       'DOWNLOAD_ALLOW_PRIVATE_IPS=true: downloads may reach loopback and private addresses (local development only)',
     );
   }
+  if (worker && config.audioStore === 's3' && nodeMajor() < 22) {
+    logger.warn(
+      `AUDIO_STORE=s3 on Node ${process.versions.node}: AWS SDK releases after the first week of January 2027 need Node 22 or later (the Docker image runs 24)`,
+    );
+  }
   logger.info(
     {
       version: packageVersion(),
@@ -73,7 +78,14 @@ export function reportStartup(config: Config, logger: Logger, facts: StartupFact
       ...(worker
         ? {
             cdnOrigins: config.cdnOrigins,
-            audioDir: config.audioDir,
+            ...(config.audioStore === 's3'
+              ? {
+                  store: 's3',
+                  bucket: config.s3Bucket,
+                  prefix: config.s3Prefix,
+                  endpoint: config.s3Endpoint ?? 'AWS',
+                }
+              : { store: 'local', audioDir: config.audioDir }),
             concurrency: config.workerConcurrency,
             attempts: config.downloadAttempts,
           }
@@ -81,4 +93,8 @@ export function reportStartup(config: Config, logger: Logger, facts: StartupFact
     },
     'audio-webhooks started',
   );
+}
+
+function nodeMajor(): number {
+  return Number(process.versions.node.split('.')[0]);
 }

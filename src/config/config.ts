@@ -101,6 +101,9 @@ function crossProblems(config: Config): string[] {
       `INTERNAL_PORT (${config.internalPort}) must differ from PORT: it keeps /metrics and the dashboard off the public port`,
     );
   }
+  if (config.audioStore === 's3' && config.s3Bucket === undefined) {
+    problems.push('S3_BUCKET is required with AUDIO_STORE=s3');
+  }
   if (config.workerStallMs <= config.downloadTimeoutMs) {
     problems.push(
       `WORKER_STALL_MS (${config.workerStallMs}) must exceed DOWNLOAD_TIMEOUT_MS (${config.downloadTimeoutMs}): a slow download is not a wedged worker`,

@@ -138,6 +138,43 @@ export const SETTINGS = {
     readBy: ['worker', 'cli'],
     doc: 'where downloaded audio lands; must be writable (checked at start); the CLI keeps its TTS cache bodies in `.tts-cache/` under it',
   },
+  AUDIO_STORE: {
+    schema: z.enum(['local', 's3'], 'must be local or s3'),
+    default: 'local',
+    readBy: ['worker', 'cli'],
+    doc: '`local`: files under AUDIO_DIR; `s3`: objects in an S3-compatible bucket (S3_*), credentials from the AWS SDK default chain',
+  },
+  S3_BUCKET: {
+    schema: z.string().optional(),
+    readBy: ['worker', 'cli'],
+    doc: 'the bucket, required with AUDIO_STORE=s3 (checked at start with HeadBucket)',
+  },
+  S3_PREFIX: {
+    schema: z
+      .string()
+      .regex(/^[^\\]*$/, 'must not hold a backslash')
+      .optional()
+      .transform((prefix) => prefix ?? ''),
+    readBy: ['worker', 'cli'],
+    doc: 'prepended to every object key, e.g. `audio/`; unset: none',
+  },
+  S3_ENDPOINT: {
+    schema: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
+    readBy: ['worker', 'cli'],
+    doc: 'the endpoint of an S3-compatible store (Ceph RGW, MinIO, R2…); unset: AWS',
+  },
+  S3_REGION: {
+    schema: z.string().min(1),
+    default: 'us-east-1',
+    readBy: ['worker', 'cli'],
+    doc: "the bucket's region",
+  },
+  S3_FORCE_PATH_STYLE: {
+    schema: bool,
+    default: 'false',
+    readBy: ['worker', 'cli'],
+    doc: '`true`: path-style addressing (most self-hosted stores)',
+  },
   CDN_URL: {
     schema: origins,
     key: 'cdnOrigins',

@@ -29,8 +29,16 @@ export interface AudioMetadata extends AudioDetails {
  * Storage trouble (full, read-only, no permission) is thrown as StorageError.
  */
 export interface AudioStore {
-  /** Streams `source` into `name`, atomically and durably; a failing source leaves nothing. */
-  write(name: string, source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<void>;
+  /**
+   * Streams `source` into `name`, atomically and durably; a failing source leaves nothing.
+   * `id` is the item the file belongs to: a store that can record it next to the bytes (S3's
+   * object metadata) refuses to replace another item's file with it.
+   */
+  write(
+    name: string,
+    source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+    options?: { readonly id?: string },
+  ): Promise<void>;
   /** The bytes of a stored file, e.g. for a hook that uploads it elsewhere. */
   read(name: string): AsyncIterable<Uint8Array>;
   /** The parsed `<stem>.json`, or undefined when there is none. */

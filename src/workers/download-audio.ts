@@ -96,7 +96,7 @@ async function download(
     const meter = new Meter(config.downloadMaxBytes);
     // The body streams from the CDN into the store: this span is the transfer and the write.
     await inSpan('audio.write', { 'file.name': file }, async (span) => {
-      await store.write(file, meter.measure(opened.body));
+      await store.write(file, meter.measure(opened.body), { id: item.id });
       span?.setAttribute('file.size', meter.bytes);
     });
     const metadata: AudioMetadata = {
@@ -115,11 +115,14 @@ async function download(
     };
     // Written last: its presence means the audio beside it is complete.
     await inSpan('audio.write_metadata', { 'file.name': `${stem}.json` }, () =>
-      store.write(`${stem}.json`, [Buffer.from(`${JSON.stringify(metadata, null, 2)}\n`)]),
+      store.write(`${stem}.json`, [Buffer.from(`${JSON.stringify(metadata, null, 2)}\n`)], {
+        id: item.id,
+      }),
     );
     return metadata;
   } catch (error: unknown) {
-    if (error instanceof StorageError) throw error;
+    // The store's own verdicts stay theirs: retried (StorageError) or final (a collision).
+    if (error instanceof StorageError || error instanceof NameCollisionError) throw error;
     throw classifyNetworkError(error, signal);
   }
 }

@@ -7,7 +7,7 @@ import { createGuardedAgent } from '../download/guarded-agent.js';
 import { createFailureLog } from '../records/failure-log.js';
 import { createRevocationRegistry } from '../records/revocation-registry.js';
 import type { AudioStore } from '../storage/audio-store.js';
-import { createLocalAudioStore } from '../storage/local-audio-store.js';
+import { createAudioStore } from '../storage/create-audio-store.js';
 import { NO_CUSTOM_EVENTS, type CustomEvents } from '../webhooks/custom-events.js';
 import { createAudioDownloader, type DeliveryInfo } from './download-audio.js';
 import type { HookContext, Hooks } from './hooks.js';
@@ -42,7 +42,7 @@ export async function createWorkerContext(
   redis: RedisConnection,
   options: ContextOptions,
 ): Promise<WorkerContext> {
-  const store = options.store ?? (await createLocalAudioStore(config.audioDir));
+  const store = options.store ?? (await createAudioStore(config));
   const removed = await store.removeStaleTemps();
   if (removed.length > 0)
     logger.warn({ removed }, 'removed partial downloads left by a killed process');

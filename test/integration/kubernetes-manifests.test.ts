@@ -182,3 +182,40 @@ it('KEDA scales the worker on the backlog metric the service exports', () => {
     },
   ]);
 });
+
+describe('the S3 overlay (deploy/overlays/s3)', () => {
+  const overlay = parseAllDocuments(
+    execFileSync('kubectl', ['kustomize', join(root, 'deploy', 'overlays', 's3')], {
+      encoding: 'utf8',
+    }),
+  ).map((doc) => doc.toJSON() as Manifest);
+  const overlayWorker = overlay.find(
+    (m) => m.kind === 'Deployment' && m.metadata.name === 'audio-webhooks-worker',
+  );
+
+  it('renders valid manifests, without the ReadWriteMany claim or any volume from one', () => {
+    for (const manifest of overlay) {
+      const Model = MODELS[`${manifest.apiVersion}/${manifest.kind}` as keyof typeof MODELS];
+      expect(() => {
+        new Model(manifest as never).validate();
+      }).not.toThrow();
+    }
+    expect(overlay.filter((m) => m.kind === 'PersistentVolumeClaim')).toEqual([]);
+    if (overlayWorker === undefined) throw new Error('no worker in the overlay');
+    const pod = podSpec(overlayWorker);
+    expect(pod.volumes?.filter((v) => v.persistentVolumeClaim !== undefined)).toEqual([]);
+    expect(container(overlayWorker).volumeMounts?.map((m) => m.mountPath)).toEqual(['/tmp']);
+  });
+
+  it('settings the service accepts, AUDIO_STORE=s3, S3 credentials from a Secret', () => {
+    const config = overlay.find((m) => m.kind === 'ConfigMap')?.data ?? {};
+    expect(loadConfig({ ...config, WEBHOOK_SECRETS: 'from-the-secret' })).toMatchObject({
+      audioStore: 's3',
+      s3Bucket: expect.any(String),
+    });
+    if (overlayWorker === undefined) throw new Error('no worker in the overlay');
+    expect(container(overlayWorker).envFrom).toContainEqual({
+      secretRef: { name: 'audio-webhooks-s3', optional: true },
+    });
+  });
+});

@@ -30,6 +30,10 @@ describe('loadConfig', () => {
       dedupeTtlSeconds: 259_200,
       role: 'all',
       audioDir: './data/audio',
+      audioStore: 'local',
+      s3Prefix: '',
+      s3Region: 'us-east-1',
+      s3ForcePathStyle: false,
       cdnOrigins: [],
       downloadAllowPrivateIps: false,
       downloadCaFile: undefined,
@@ -71,6 +75,37 @@ describe('loadConfig', () => {
     expect(() =>
       loadConfig({ WEBHOOK_SECRETS: 's', OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }),
     ).toThrow('OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL');
+  });
+
+  it('AUDIO_STORE=s3: S3_BUCKET required, the endpoint an http(s) URL, the prefix empty unless set', () => {
+    expect(() => loadConfig({ WEBHOOK_SECRETS: 's', AUDIO_STORE: 's3' })).toThrow(
+      'S3_BUCKET is required with AUDIO_STORE=s3',
+    );
+    expect(() => loadConfig({ WEBHOOK_SECRETS: 's', AUDIO_STORE: 'gcs' })).toThrow(
+      'AUDIO_STORE must be local or s3',
+    );
+    expect(() =>
+      loadConfig({
+        WEBHOOK_SECRETS: 's',
+        AUDIO_STORE: 's3',
+        S3_BUCKET: 'b',
+        S3_ENDPOINT: 'ceph:7480',
+      }),
+    ).toThrow('S3_ENDPOINT must be an http:// or https:// URL');
+    expect(
+      loadConfig({
+        WEBHOOK_SECRETS: 's',
+        AUDIO_STORE: 's3',
+        S3_BUCKET: 'b',
+        S3_FORCE_PATH_STYLE: 'true',
+      }),
+    ).toMatchObject({
+      audioStore: 's3',
+      s3Bucket: 'b',
+      s3Prefix: '',
+      s3Region: 'us-east-1',
+      s3ForcePathStyle: true,
+    });
   });
 
   it('reads Sentinels and Cluster nodes as host:port lists', () => {

@@ -1,0 +1,269 @@
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import type { Config } from '../config/config.js';
+import type { AudioMetadata, AudioStore } from './audio-store.js';
+import { NameCollisionError, StorageError } from './storage-errors.js';
+
+export type S3Settings = Pick<
+  Config,
+  's3Bucket' | 's3Prefix' | 's3Endpoint' | 's3Region' | 's3ForcePathStyle'
+>;
+
+/**
+ * Parts of a multipart upload, and how many are in flight: what one upload holds in memory is
+ * about PART_BYTES × (PARTS_IN_FLIGHT + 1), whatever the file's size. 8 MiB parts take a file
+ * up to 80 GB within S3's 10,000 parts; DOWNLOAD_MAX_BYTES is far below that.
+ */
+const PART_BYTES = 8 * 1024 * 1024;
+const PARTS_IN_FLIGHT = 2;
+/** An incomplete multipart upload older than this was left by a killed worker: aborted at start. */
+const STALE_UPLOAD_MS = 60 * 60 * 1000;
+/** The start-up check's bound: an endpoint that does not answer must not hang the start. */
+const CHECK_TIMEOUT_MS = 10_000;
+/** The object's own record of the item it holds (user metadata, `x-amz-meta-item-id`). */
+const ITEM_ID = 'item-id';
+
+/**
+ * An S3 client for AUDIO_STORE=s3. Against a custom endpoint (Ceph RGW, MinIO, R2, B2) the
+ * SDK's default streaming checksums (since 3.729) are turned down to "when required": those
+ * stores reject or mangle the aws-chunked trailers. Credentials: the SDK's default chain.
+ */
+export function createS3Client(settings: S3Settings): S3Client {
+  const custom = settings.s3Endpoint !== undefined;
+  return new S3Client({
+    region: settings.s3Region,
+    ...(custom ? { endpoint: settings.s3Endpoint } : {}),
+    forcePathStyle: settings.s3ForcePathStyle,
+    requestChecksumCalculation: custom ? 'WHEN_REQUIRED' : 'WHEN_SUPPORTED',
+    responseChecksumValidation: custom ? 'WHEN_REQUIRED' : 'WHEN_SUPPORTED',
+    // The SDK retries throttling, 5xx and network errors itself (3 attempts); past that the job's
+    // own backoff takes over, so a store that is away for minutes still loses nothing.
+    maxAttempts: 3,
+    requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
+  });
+}
+
+/**
+ * Audio in an S3-compatible bucket, under `<S3_PREFIX><name>`. Every object under its final key
+ * is whole: a file smaller than a part is one PUT; a larger one a multipart upload that exists
+ * under its key only once completed after its last part, and is aborted when it fails (a killed
+ * worker's leftovers are aborted at the next start, and by the bucket lifecycle rule in
+ * docs/storage.md). The audio streams from the CDN into the upload; at most a few parts are held.
+ *
+ * Never overwritten by another item: writes are create-only (`If-None-Match: *`), and each object
+ * records the id it holds. An existing object of the same id (an earlier run that died before its
+ * metadata) is replaced by this run's; one of another id fails the job (NameCollisionError). Ceph
+ * ignores `If-None-Match` on CompleteMultipartUpload, so the object is also looked for before a
+ * write; what remains is a race between two runs for one key, and a key is a function of the id
+ * (storage/file-name.ts), so both runs are of the same item.
+ */
+export function createS3AudioStore(settings: S3Settings, client = createS3Client(settings)) {
+  const bucket = settings.s3Bucket ?? '';
+  const where = `S3_BUCKET ${bucket} at S3_ENDPOINT ${settings.s3Endpoint ?? '(AWS)'}`;
+  const key = (name: string) => `${settings.s3Prefix}${name}`;
+  const fail = (error: unknown, what: string) => s3StorageError(error, `${what} in ${where}`);
+
+  async function head(
+    name: string,
+  ): Promise<{ bytes: number; id: string | undefined } | undefined> {
+    try {
+      const found = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key(name) }));
+      const id = found.Metadata?.[ITEM_ID];
+      return {
+        bytes: found.ContentLength ?? 0,
+        id: id === undefined ? id : decodeURIComponent(id),
+      };
+    } catch (error: unknown) {
+      if (statusOf(error) === 404) return undefined;
+      throw fail(error, `looking for ${name}`);
+    }
+  }
+
+  /** An object already under `name`: of another item, a collision; of this one, replaced. */
+  async function makeRoom(name: string, id: string | undefined): Promise<void> {
+    const existing = await head(name);
+    if (existing === undefined) return;
+    // One without a recorded id was not written by this service: not ours to replace either.
+    if (existing.id !== id)
+      throw new NameCollisionError(name, existing.id ?? '(none recorded)', id ?? '');
+    await client
+      .send(new DeleteObjectCommand({ Bucket: bucket, Key: key(name) }))
+      .catch((error: unknown) => {
+        throw fail(error, `replacing ${name}`);
+      });
+  }
+
+  async function upload(
+    name: string,
+    source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+    id: string | undefined,
+  ): Promise<void> {
+    const body = Readable.from(source, { objectMode: false });
+    const transfer = new Upload({
+      client,
+      params: {
+        Bucket: bucket,
+        Key: key(name),
+        Body: body,
+        IfNoneMatch: '*',
+        ...(id === undefined ? {} : { Metadata: { [ITEM_ID]: encodeURIComponent(id) } }),
+      },
+      partSize: PART_BYTES,
+      queueSize: PARTS_IN_FLIGHT,
+      leavePartsOnError: false,
+    });
+    try {
+      await transfer.done();
+    } catch (error: unknown) {
+      body.destroy();
+      throw error;
+    }
+  }
+
+  const store: AudioStore & { checkBucket(): Promise<void> } = {
+    async write(name, source, options) {
+      const id = options?.id;
+      await makeRoom(name, id);
+      let sourceFailure: { error: unknown } | undefined;
+      try {
+        await upload(
+          name,
+          recordFailure(source, (error) => (sourceFailure = { error })),
+          id,
+        );
+      } catch (error: unknown) {
+        // A source that failed (the CDN, the size cap) keeps its own error.
+        if (sourceFailure !== undefined) throw sourceFailure.error;
+        if (statusOf(error) === 412) {
+          // Written meanwhile by another run: judged as above; the job is retried.
+          await makeRoom(name, id);
+          throw fail(error, `writing ${name} (written meanwhile by another run)`);
+        }
+        throw fail(error, `writing ${name}`);
+      }
+    },
+
+    read(name) {
+      return (async function* () {
+        const answer = await client
+          .send(new GetObjectCommand({ Bucket: bucket, Key: key(name) }))
+          .catch((error: unknown) => {
+            throw fail(error, `reading ${name}`);
+          });
+        yield* answer.Body as Readable;
+      })();
+    },
+
+    async readMetadata(stem) {
+      try {
+        const answer = await client.send(
+          new GetObjectCommand({ Bucket: bucket, Key: key(`${stem}.json`) }),
+        );
+        if (answer.Body === undefined) return undefined;
+        return JSON.parse(await answer.Body.transformToString('utf8')) as AudioMetadata;
+      } catch (error: unknown) {
+        if (statusOf(error) === 404) return undefined;
+        throw fail(error, `reading ${stem}.json`);
+      }
+    },
+
+    async holds(name, bytes, sha256) {
+      const found = await head(name);
+      if (found?.bytes !== bytes) return false;
+      const hash = createHash('sha256');
+      for await (const chunk of store.read(name)) hash.update(chunk);
+      return hash.digest('hex') === sha256;
+    },
+
+    async removeStaleTemps() {
+      const removed: string[] = [];
+      const listed = await client
+        .send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: settings.s3Prefix }))
+        .catch((error: unknown) => {
+          throw fail(error, 'listing incomplete uploads');
+        });
+      const before = Date.now() - STALE_UPLOAD_MS;
+      for (const left of listed.Uploads ?? []) {
+        if (left.Key === undefined || left.UploadId === undefined) continue;
+        if ((left.Initiated?.getTime() ?? 0) > before) continue;
+        await client
+          .send(
+            new AbortMultipartUploadCommand({
+              Bucket: bucket,
+              Key: left.Key,
+              UploadId: left.UploadId,
+            }),
+          )
+          .catch((error: unknown) => {
+            throw fail(error, `aborting the incomplete upload of ${left.Key ?? ''}`);
+          });
+        removed.push(left.Key);
+      }
+      return removed;
+    },
+
+    /** At start: the bucket exists and these credentials may use it; else one line to fix it. */
+    async checkBucket() {
+      try {
+        await client.send(new HeadBucketCommand({ Bucket: bucket }), {
+          abortSignal: AbortSignal.timeout(CHECK_TIMEOUT_MS),
+        });
+      } catch (error: unknown) {
+        const status = statusOf(error);
+        const reason =
+          status === 404
+            ? 'the bucket does not exist'
+            : status === 403 || status === 400
+              ? `refused (${status}): check the credentials and the bucket policy`
+              : `unreachable: ${describe(error)}`;
+        throw new StorageError(`${where}: ${reason}`, undefined, { cause: error });
+      }
+    },
+  };
+  return store;
+}
+
+/** The source as it is, telling `failed` when reading it throws (the upload rethrows it). */
+async function* recordFailure(
+  source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  failed: (error: unknown) => void,
+): AsyncGenerator<Uint8Array> {
+  try {
+    yield* source;
+  } catch (error: unknown) {
+    failed(error);
+    throw error;
+  }
+}
+
+function statusOf(error: unknown): number | undefined {
+  return error instanceof S3ServiceException ? error.$metadata.httpStatusCode : undefined;
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? `${code} ${error.message}` : `${error.name}: ${error.message}`;
+}
+
+/**
+ * Store trouble (5xx, throttling, timeouts, a refused connection, access denied) as StorageError:
+ * the job is retried with its backoff, never failed for good because the store was away.
+ */
+function s3StorageError(error: unknown, what: string): StorageError {
+  if (error instanceof StorageError) return error;
+  return new StorageError(`storage failed ${what}: ${describe(error)}`, undefined, {
+    cause: error,
+  });
+}

@@ -1,0 +1,448 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
+import { freePort } from '../helpers/private-redis';
+import { startCephGateway, type CephGateway } from '../helpers/ceph-gateway';
+import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { eventually, startSandboxProcess } from '../helpers/sandbox-process';
+import { spawnService } from '../helpers/spawn-service';
+import { startTestPipeline } from '../helpers/test-pipeline';
+import { createTestReceiver, signed } from '../helpers/test-receiver';
+import request from 'supertest';
+
+// AUDIO_STORE=s3 against a real S3 server: Ceph's RADOS Gateway on a one-node cluster.
+let gateway: CephGateway;
+let client: S3Client;
+let cdn: LocalCdn;
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  gateway = await startCephGateway();
+  // The SDK's default credential chain, as in production: the in-process workers read these.
+  Object.assign(process.env, gateway.env);
+  client = new S3Client({
+    region: 'us-east-1',
+    endpoint: gateway.endpoint,
+    forcePathStyle: true,
+    credentials: { accessKeyId: gateway.accessKeyId, secretAccessKey: gateway.secretAccessKey },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+  cdn = await startLocalCdn();
+}, 120_000);
+afterAll(async () => {
+  process.env = saved;
+  client.destroy();
+  await cdn.close();
+  await gateway.stop();
+});
+
+async function newBucket(): Promise<string> {
+  const bucket = `aw-${randomUUID()}`;
+  await client.send(new CreateBucketCommand({ Bucket: bucket }));
+  return bucket;
+}
+
+async function object(bucket: string, key: string): Promise<Buffer> {
+  const answer = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+  return Buffer.from(await answer.Body!.transformToByteArray());
+}
+
+async function exists(bucket: string, key: string): Promise<boolean> {
+  try {
+    await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+
+function pipelineEnv(bucket: string, extra: Record<string, string> = {}) {
+  return {
+    ...gateway.env,
+    S3_BUCKET: bucket,
+    S3_PREFIX: 'audio/',
+    CDN_URL: cdn.origin,
+    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    ...extra,
+  };
+}
+
+it('the whole loop: a sandbox batch → receiver → worker → bucket; every object and its metadata sha256 match the file the sandbox served', async () => {
+  const bucket = await newBucket();
+  const secret = 'whsec_s3_loop';
+  const port = await freePort();
+  const sbx = await startSandboxProcess({
+    flags: { 'time-scale': '0.001', 'webhook-url': `http://127.0.0.1:${port}/webhooks` },
+    env: { WEBHOOK_SECRETS: secret },
+  });
+  const service = spawnService({
+    ...gateway.env,
+    S3_BUCKET: bucket,
+    S3_PREFIX: 'audio/',
+    WEBHOOK_SECRETS: secret,
+    REDIS_URL: process.env.REDIS_URL ?? '',
+    QUEUE_PREFIX: `test-${randomUUID()}`,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ROLE: 'all',
+    CDN_URL: sbx.info.cdn,
+    DOWNLOAD_CA_FILE: sbx.info.ca,
+    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+  });
+  try {
+    await service.waitForLog('audio-webhooks started');
+    const items = Array.from({ length: 20 }, (_unused, i) => ({
+      id: `loop-${i}`,
+      text: `item ${i}`,
+      voice: 'alloy',
+    }));
+    const batch = await sbx.call('POST', '/v1/tts/batch', { items }, sbx.info.key.token);
+    expect(batch.status).toBe(202);
+    await eventually(
+      async () => {
+        const all = await Promise.all(items.map((item) => exists(bucket, `audio/${item.id}.json`)));
+        return all.every(Boolean) ? true : undefined;
+      },
+      { timeoutMs: 60_000, everyMs: 250 },
+    );
+    for (const item of items) {
+      const metadata = JSON.parse((await object(bucket, `audio/${item.id}.json`)).toString()) as {
+        id: string;
+        file: string;
+        sha256: string;
+        bytes: number;
+        audio_url: string;
+      };
+      const served = readFileSync(
+        join(sbx.dir, 'audio', new URL(metadata.audio_url).pathname.slice('/audio/'.length)),
+      );
+      const stored = await object(bucket, `audio/${metadata.file}`);
+      expect(metadata).toMatchObject({ id: item.id, file: `${item.id}.wav`, bytes: served.length });
+      expect(stored.equals(served)).toBe(true);
+      expect(metadata.sha256).toBe(sha256(served));
+    }
+  } finally {
+    service.child.kill('SIGTERM');
+    await service.exited;
+    await sbx.stop();
+  }
+}, 120_000);
+
+it("two ids whose audio differ never share an object; a duplicate delivery leaves the object unchanged; another item's object is never replaced", async () => {
+  const bucket = await newBucket();
+  const one = randomBytes(1000);
+  const two = randomBytes(2000);
+  cdn.route('/one.wav', audio(one, 'audio/wav'));
+  cdn.route('/two.wav', audio(two, 'audio/wav'));
+  // An object already under the name id `taken` maps to, recorded as another item's.
+  const taken = randomBytes(10);
+  await client.send(
+    new PutObjectCommand({
+      Bucket: bucket,
+      Key: 'audio/taken.wav',
+      Body: taken,
+      Metadata: { 'item-id': 'someone-else' },
+    }),
+  );
+  const p = await startTestPipeline(pipelineEnv(bucket), cdn.ca);
+  try {
+    const ready = (id: string, path: string) => ({
+      event: 'audio.ready',
+      data: {
+        id,
+        kind: 'tts',
+        audio_url: `${cdn.origin}${path}`,
+        voice: 'alloy',
+        created_at: '2026-11-23T10:00:00Z',
+      },
+    });
+    await p.post(ready('a', '/one.wav')).expect(202);
+    await p.post(ready('b', '/two.wav')).expect(202);
+    expect(await p.settled('a')).toMatchObject({ state: 'completed' });
+    expect(await p.settled('b')).toMatchObject({ state: 'completed' });
+    expect((await object(bucket, 'audio/a.wav')).equals(one)).toBe(true);
+    expect((await object(bucket, 'audio/b.wav')).equals(two)).toBe(true);
+
+    const before = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: 'audio/a.wav' }));
+    await p.post(ready('a', '/two.wav')).expect(200, { received: true, duplicate: true });
+    const after = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: 'audio/a.wav' }));
+    expect(after.ETag).toBe(before.ETag);
+    expect((await object(bucket, 'audio/a.wav')).equals(one)).toBe(true);
+
+    await p.post(ready('taken', '/one.wav')).expect(202);
+    expect(await p.settled('taken')).toEqual({
+      state: 'failed',
+      reason: expect.stringMatching(
+        /^file name collision: taken\.wav already holds the audio of id "someone-else"/,
+      ),
+    });
+    expect((await object(bucket, 'audio/taken.wav')).equals(taken)).toBe(true);
+  } finally {
+    await p.close();
+  }
+});
+
+/** A worker process (ROLE=worker) on the bucket, as production runs one, and a receiver for it. */
+async function s3Worker(bucket: string, env: Record<string, string> = {}) {
+  const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
+  writeFileSync(caFile, cdn.ca);
+  const receiver = await createTestReceiver();
+  const workerEnv = {
+    ...gateway.env,
+    S3_BUCKET: bucket,
+    S3_PREFIX: 'audio/',
+    WEBHOOK_SECRETS: 'whsec_unused_by_workers',
+    REDIS_URL: process.env.REDIS_URL ?? '',
+    QUEUE_PREFIX: receiver.config.queuePrefix,
+    ROLE: 'worker',
+    CDN_URL: cdn.origin,
+    DOWNLOAD_CA_FILE: caFile,
+    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    DOWNLOAD_BACKOFF_MS: '200',
+    ...env,
+  };
+  const post = (id: string, path: string) => {
+    const { raw, headers } = signed({
+      event: 'audio.ready',
+      data: {
+        id,
+        kind: 'tts',
+        audio_url: `${cdn.origin}${path}`,
+        voice: 'alloy',
+        created_at: '2026-11-23T10:00:00Z',
+      },
+    });
+    return request(receiver.listener).post('/webhooks').set(headers).send(raw).expect(202);
+  };
+  return { receiver, post, start: () => spawnService(workerEnv) };
+}
+
+/** Resident and peak resident memory of a process, in bytes (Linux /proc). */
+function memoryOf(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) =>
+    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]) * 1024;
+  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+}
+
+it('a 64 MB file: a multipart upload, whole under its key, nothing left incomplete; the worker process grows by a few parts, not the file', async () => {
+  const bucket = await newBucket();
+  const big = randomBytes(64 * 1024 * 1024);
+  cdn.route('/big.wav', audio(big, 'audio/wav'));
+  const { receiver, post, start } = await s3Worker(bucket);
+  const worker = start();
+  try {
+    await worker.waitForLog('audio-webhooks started');
+    const before = memoryOf(worker.child.pid!);
+    await post('big', '/big.wav');
+    await worker.waitForLog('audio downloaded');
+    const after = memoryOf(worker.child.pid!);
+    const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: 'audio/big.wav' }));
+    // A multipart object's ETag ends in "-<parts>": 64 MB in 8 MiB parts.
+    expect(head.ETag).toMatch(/-8"$/);
+    expect(head.ContentLength).toBe(big.length);
+    expect(sha256(await object(bucket, 'audio/big.wav'))).toBe(sha256(big));
+    const left = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
+    expect(left.Uploads ?? []).toEqual([]);
+    const growthMb = (after.peak - before.rss) / 1024 / 1024;
+    process.stdout.write(
+      `64 MB into S3: the worker's peak RSS grew by ${growthMb.toFixed(1)} MB\n`,
+    );
+    // The download alone grows a worker by about 60 MB whatever the size (TLS records awaiting
+    // GC, docs/performance.md); the upload adds its parts in flight (3 × 8 MiB at most). The file
+    // held whole would put 64 MB more on top of that.
+    expect(growthMb).toBeLessThan(100);
+  } finally {
+    worker.child.kill('SIGTERM');
+    await worker.exited;
+    await receiver.close();
+  }
+}, 60_000);
+
+it('the worker SIGKILLed mid-upload: nothing under the final key; after a restart the audio is stored whole, once', async () => {
+  const bucket = await newBucket();
+  const big = randomBytes(48 * 1024 * 1024);
+  // Served slowly: 1 MB every 50 ms, so the kill lands in the middle of the multipart upload.
+  cdn.route('/slow.wav', (_req, res) => {
+    res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': big.length });
+    let at = 0;
+    const next = () => {
+      if (res.destroyed) return;
+      if (at >= big.length) {
+        res.end();
+        return;
+      }
+      res.write(big.subarray(at, at + 1024 * 1024));
+      at += 1024 * 1024;
+      setTimeout(next, 50);
+    };
+    next();
+  });
+  const { receiver, post, start } = await s3Worker(bucket, {
+    WORKER_LOCK_MS: '2000',
+    WORKER_STALL_MS: '70000',
+  });
+  let worker = start();
+  try {
+    await worker.waitForLog('audio-webhooks started');
+    await post('killed', '/slow.wav');
+    const uploading = await eventually(
+      async () => {
+        const listed = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
+        return listed.Uploads?.length ? listed.Uploads : undefined;
+      },
+      { timeoutMs: 20_000, everyMs: 50 },
+    );
+    expect(uploading.map((u) => u.Key)).toEqual(['audio/killed.wav']);
+    worker.child.kill('SIGKILL');
+    await worker.exited;
+    expect(await exists(bucket, 'audio/killed.wav')).toBe(false);
+    expect(await exists(bucket, 'audio/killed.json')).toBe(false);
+
+    worker = start();
+    await worker.waitForLog('audio downloaded');
+    expect(sha256(await object(bucket, 'audio/killed.wav'))).toBe(sha256(big));
+    const metadata = JSON.parse((await object(bucket, 'audio/killed.json')).toString()) as {
+      sha256: string;
+    };
+    expect(metadata.sha256).toBe(sha256(big));
+    // What the SIGKILL left: the killed run's incomplete upload, invisible under any key; a worker
+    // starting an hour later aborts it, and so does the bucket's lifecycle rule.
+    const left = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
+    process.stdout.write(
+      `SIGKILL mid-upload left ${left.Uploads?.length ?? 0} incomplete upload(s), nothing under a final key\n`,
+    );
+    expect(worker.logs.filter((line) => line.msg === 'audio downloaded')).toHaveLength(1);
+  } finally {
+    worker.child.kill('SIGTERM');
+    await worker.exited;
+    await receiver.close();
+  }
+}, 90_000);
+
+it('the gateway stopped for a few seconds under load, then back: every item stored, none failed', async () => {
+  const bucket = await newBucket();
+  const bytes = randomBytes(64 * 1024);
+  cdn.route('/load.wav', audio(bytes, 'audio/wav'));
+  const p = await startTestPipeline(pipelineEnv(bucket, { DOWNLOAD_BACKOFF_MS: '500' }), cdn.ca);
+  try {
+    const ids = Array.from({ length: 60 }, (_unused, i) => `load-${i}`);
+    const send = (id: string) =>
+      p
+        .post({
+          event: 'audio.ready',
+          data: {
+            id,
+            kind: 'tts',
+            audio_url: `${cdn.origin}/load.wav`,
+            voice: 'alloy',
+            created_at: '2026-11-23T10:00:00Z',
+          },
+        })
+        .expect(202);
+    for (const id of ids.slice(0, 20)) await send(id);
+    await p.settled('load-5');
+    await gateway.stopGateway();
+    for (const id of ids.slice(20)) await send(id);
+    await new Promise((resolve) => setTimeout(resolve, 3_000)); // the outage itself
+    await gateway.startGateway();
+    const outcomes = await Promise.all(ids.map((id) => p.settled(id)));
+    expect(outcomes.filter((o) => o.state !== 'completed')).toEqual([]);
+    for (const id of ids)
+      expect((await object(bucket, `audio/${id}.wav`)).equals(bytes)).toBe(true);
+  } finally {
+    await p.close();
+  }
+}, 120_000);
+
+it("hooks' store.read streams the object from the bucket", async () => {
+  const bucket = await newBucket();
+  const bytes = randomBytes(5000);
+  cdn.route('/hooked.wav', audio(bytes, 'audio/wav'));
+  const read: Buffer[] = [];
+  const p = await startTestPipeline(
+    pipelineEnv(bucket),
+    cdn.ca,
+    {},
+    {
+      hooks: {
+        async audioReady(_event, stored, { store }) {
+          const chunks: Buffer[] = [];
+          for await (const chunk of store.read(stored.file)) chunks.push(Buffer.from(chunk));
+          read.push(Buffer.concat(chunks));
+        },
+      },
+    },
+  );
+  try {
+    await p
+      .post({
+        event: 'audio.ready',
+        data: {
+          id: 'hooked',
+          kind: 'tts',
+          audio_url: `${cdn.origin}/hooked.wav`,
+          voice: 'alloy',
+          created_at: '2026-11-23T10:00:00Z',
+        },
+      })
+      .expect(202);
+    expect(await p.settled('hooked')).toMatchObject({ state: 'completed' });
+    expect(read).toHaveLength(1);
+    expect(read[0]?.equals(bytes)).toBe(true);
+  } finally {
+    await p.close();
+  }
+});
+
+describe('start-up refusals: one line naming S3_BUCKET and S3_ENDPOINT, exit 1', () => {
+  const startWorker = (env: Record<string, string>) =>
+    spawnService({
+      ...gateway.env,
+      WEBHOOK_SECRETS: 'whsec_unused',
+      REDIS_URL: process.env.REDIS_URL ?? '',
+      QUEUE_PREFIX: `test-${randomUUID()}`,
+      ROLE: 'worker',
+      ...env,
+    });
+
+  it('a bucket that does not exist', async () => {
+    const worker = startWorker({ S3_BUCKET: 'no-such-bucket' });
+    expect(await worker.exited).toBe(1);
+    expect(worker.stderr()).toBe(
+      `audio-webhooks: S3_BUCKET no-such-bucket at S3_ENDPOINT ${gateway.endpoint}: the bucket does not exist\n`,
+    );
+  });
+
+  it('a wrong secret key', async () => {
+    const bucket = await newBucket();
+    const worker = startWorker({ S3_BUCKET: bucket, AWS_SECRET_ACCESS_KEY: 'not-the-secret' });
+    expect(await worker.exited).toBe(1);
+    expect(worker.stderr()).toBe(
+      `audio-webhooks: S3_BUCKET ${bucket} at S3_ENDPOINT ${gateway.endpoint}: refused (403): check the credentials and the bucket policy\n`,
+    );
+  });
+
+  it('an endpoint nothing answers on', async () => {
+    const port = await freePort();
+    const worker = startWorker({ S3_BUCKET: 'any', S3_ENDPOINT: `http://127.0.0.1:${port}` });
+    expect(await worker.exited).toBe(1);
+    expect(worker.stderr()).toMatch(
+      new RegExp(
+        `^audio-webhooks: S3_BUCKET any at S3_ENDPOINT http://127\\.0\\.0\\.1:${port}: unreachable: .+\\n$`,
+      ),
+    );
+  }, 30_000);
+});
