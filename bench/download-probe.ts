@@ -1,13 +1,15 @@
 /**
  * Runs in its own process (forked by bench/downloads.ts) so that its memory is the downloader's
  * alone: downloads each URL exactly as the audio.ready handler does (guarded agent, openDownload,
- * Meter, atomic LocalAudioStore write) and reports bytes, time and peak RSS growth.
+ * Meter, the atomic write of the local store or the S3 store) and reports bytes, time and peak
+ * RSS growth.
  */
 import { rmSync } from 'node:fs';
 import { createGuardedAgent } from '../src/download/guarded-agent.js';
 import { Meter } from '../src/download/meter.js';
 import { openDownload } from '../src/download/open-download.js';
 import { createLocalAudioStore } from '../src/storage/local-audio-store.js';
+import { createS3AudioStore, type S3Settings } from '../src/storage/s3-audio-store.js';
 
 interface ProbeRequest {
   readonly urls: string[];
@@ -18,6 +20,8 @@ interface ProbeRequest {
   readonly sampleRss: boolean;
   /** `bare`: discard the body with plain undici, the floor Node itself sets. */
   readonly mode: 'worker' | 'bare';
+  /** Into this bucket (AUDIO_STORE=s3) instead of the local store; credentials from the env. */
+  readonly s3?: S3Settings;
 }
 
 async function probe(request: ProbeRequest) {
@@ -28,7 +32,10 @@ async function probe(request: ProbeRequest) {
     headersTimeoutMs: 30_000,
     bodyIdleTimeoutMs: 30_000,
   });
-  const store = await createLocalAudioStore(request.dir);
+  const store =
+    request.s3 === undefined
+      ? await createLocalAudioStore(request.dir)
+      : createS3AudioStore(request.s3);
   global.gc?.();
   const rssBefore = process.memoryUsage.rss();
   let rssPeak = rssBefore;

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { request } from 'undici';
+import type { S3Settings } from '../src/storage/s3-audio-store.js';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
 
 const MB = 1_000_000;
@@ -21,12 +22,15 @@ async function runProbe(
   urls: string[],
   sampleRss: boolean,
   mode: 'worker' | 'bare' = 'worker',
+  s3?: { readonly settings: S3Settings; readonly env: Record<string, string> },
 ): Promise<ProbeResult> {
   const child = fork(join(__dirname, 'download-probe.js'), [], {
     execArgv: ['--expose-gc'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, ...s3?.env },
   });
   child.send({
+    ...(s3 === undefined ? {} : { s3: s3.settings }),
     urls,
     origin: cdn.origin,
     ca: cdn.ca,
@@ -103,6 +107,30 @@ export async function runDownloads(cdn: LocalCdn, files = 20, fileMb = 50, bigMb
     rssGrowthMb: round(rss.rssGrowthBytes / MB),
     rssGrowthSmallFileMb: round(rssSmall.rssGrowthBytes / MB),
     rssGrowthBareUndiciMb: round(rssBare.rssGrowthBytes / MB),
+  };
+}
+
+/**
+ * Large files into the bucket through the worker's own code (download, SHA-256, multipart
+ * upload), and the peak RSS growth of a process doing it for one 200 MB file. The curl and bare
+ * undici figures of the same run (runDownloads) are the baselines. Call after runDownloads: the
+ * CDN routes are its.
+ */
+export async function runS3Downloads(
+  cdn: LocalCdn,
+  s3: { readonly settings: S3Settings; readonly env: Record<string, string> },
+  files = 8,
+  fileMb = 50,
+) {
+  const urls = Array.from({ length: files }, (_, i) => `${cdn.origin}/dl/${fileMb}mb-${i}.mp3`);
+  process.stderr.write(`downloads into S3: ${files} × ${fileMb} MB, then one 200 MB file\n`);
+  const ours = await runProbe(cdn, urls, false, 'worker', s3);
+  const rss = await runProbe(cdn, [`${cdn.origin}/dl/big.mp3`], true, 'worker', s3);
+  return {
+    files,
+    fileMb,
+    s3MBps: round((files * fileMb) / ours.seconds),
+    rssGrowthMb: round(rss.rssGrowthBytes / MB),
   };
 }
 

@@ -5,7 +5,15 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { freePort } from '../test/helpers/private-redis.js';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
-import { cpuSecondsOf, signedDelivery, spawnWholeService, stop, watchSettledJobs } from './lib.js';
+import {
+  cpuSecondsOf,
+  forkBaseline,
+  signedDelivery,
+  spawnService,
+  spawnWholeService,
+  stop,
+  watchSettledJobs,
+} from './lib.js';
 
 export interface EndToEndResult {
   readonly deliveries: number;
@@ -29,10 +37,23 @@ export interface EndToEndResult {
  * the local HTTPS CDN serving 64 KB files. Timed from the first POST until the last job completed;
  * then files and CDN hits are counted.
  */
+export interface EndToEndOptions {
+  /** @defaultValue 10,000 */
+  readonly total?: number;
+  /** @defaultValue the service's default (8) */
+  readonly workerConcurrency?: number;
+  /** More settings for both processes (AUDIO_STORE=s3 and its S3_* for the bucket). */
+  readonly env?: Record<string, string>;
+  /** How many audio and metadata items were stored, when not in the run's AUDIO_DIR (a bucket). */
+  readonly countStored?: () => Promise<{ audio: number; metadata: number }>;
+  /** The naive worker (bench/baselines/naive-worker.ts) instead of the service's. */
+  readonly naiveWorker?: boolean;
+}
+
 export async function runEndToEnd(
   redisUrl: string,
   cdn: LocalCdn,
-  options: { total?: number; workerConcurrency?: number; env?: Record<string, string> } = {},
+  options: EndToEndOptions = {},
 ): Promise<EndToEndResult> {
   const total = options.total ?? 10_000;
   const audio = randomBytes(64 * 1024);
@@ -46,14 +67,21 @@ export async function runEndToEnd(
   writeFileSync(caFile, cdn.ca);
   const prefix = `bench-e2e-${randomUUID().slice(0, 8)}`;
   const port = await freePort();
-  const service = await spawnWholeService(port, redisUrl, prefix, audioDir, {
+  const settings = {
     CDN_URL: cdn.origin,
     NODE_EXTRA_CA_CERTS: caFile,
     ...(options.workerConcurrency === undefined
       ? {}
       : { WORKER_CONCURRENCY: String(options.workerConcurrency) }),
     ...options.env,
-  });
+  };
+  const service =
+    options.naiveWorker === true
+      ? await spawnWithNaiveWorker(port, redisUrl, prefix, audioDir, {
+          ...settings,
+          CDN_CA: cdn.ca,
+        })
+      : await spawnWholeService(port, redisUrl, prefix, audioDir, settings);
 
   const ids: string[] = [];
   const sent = Array.from({ length: total }, (_, i) => {
@@ -94,6 +122,10 @@ export async function runEndToEnd(
   await Promise.all(service.map(stop));
 
   const files = readdirSync(audioDir);
+  const stored = (await options.countStored?.()) ?? {
+    audio: files.filter((f) => f.endsWith('.mp3')).length,
+    metadata: files.filter((f) => f.endsWith('.json')).length,
+  };
   // Gone before the next run: their dirty pages would otherwise be written back during it.
   rmSync(audioDir, { recursive: true, force: true });
   rmSync(caFile, { force: true });
@@ -104,8 +136,8 @@ export async function runEndToEnd(
     postedSeconds: Math.round(postedSeconds * 100) / 100,
     receiverCpuSeconds: Math.round((receiverCpu ?? 0) * 100) / 100,
     workerCpuSeconds: Math.round((workerCpu ?? 0) * 100) / 100,
-    audioFiles: files.filter((f) => f.endsWith('.mp3')).length,
-    metadataFiles: files.filter((f) => f.endsWith('.json')).length,
+    audioFiles: stored.audio,
+    metadataFiles: stored.metadata,
     cdnDownloads,
     failedJobs: jobs.failed(),
     non2xx,
@@ -134,4 +166,28 @@ export async function sweepConcurrency(redisUrl: string, cdn: LocalCdn, total = 
   const fastest = Math.min(...runs.map((r) => r.seconds));
   const best = runs.find((r) => r.seconds <= fastest * 1.05) ?? runs[0];
   return { deliveries: total, runs, best: best?.concurrency ?? 8 };
+}
+
+/** The receiver as the service runs it, with the naive worker in place of the service's. */
+async function spawnWithNaiveWorker(
+  port: number,
+  redisUrl: string,
+  prefix: string,
+  audioDir: string,
+  settings: Record<string, string>,
+) {
+  const common = { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, ...settings };
+  const receiver = await spawnService({
+    ...common,
+    ROLE: 'web',
+    WEB_CONCURRENCY: '1',
+    PORT: String(port),
+  });
+  const worker = await forkBaseline('naive-worker', { ...common, AUDIO_DIR: audioDir }).catch(
+    async (error: unknown) => {
+      await stop(receiver);
+      throw error;
+    },
+  );
+  return [receiver, worker];
 }

@@ -14,6 +14,7 @@ import { freePort, startPrivateRedis } from '../test/helpers/private-redis.js';
 import { runDownloads } from './downloads.js';
 import { runBreakdown } from './breakdown.js';
 import { runEndToEnd, sweepConcurrency } from './end-to-end.js';
+import { runStores, type StoresResult } from './stores.js';
 import { runSandboxEndToEnd } from './sandbox-end-to-end.js';
 import { runLimiterCost, runRevocationStaleness, runUtilisation } from './limiter.js';
 import { runLoad, runOpenLoop, type LoadResult } from './ingestion.js';
@@ -171,7 +172,46 @@ async function waitCost(redisServer: { url: string; port: number }) {
   }
 }
 
+/** `npm run bench -- --stores`: the stores side by side alone (and the downloads they use). */
+async function storesOnly(): Promise<void> {
+  const redisServer = await startPrivateRedis({ persistent: true });
+  const cdn = await startLocalCdn();
+  try {
+    const downloads = await runDownloads(cdn);
+    const stores = await runStores(redisServer.url, cdn, DEFAULT_STORES_CONCURRENCY);
+    process.stdout.write(`${storesSection(stores, downloads).join('\n')}\n`);
+  } finally {
+    await cdn.close();
+    await redisServer.stop();
+  }
+}
+
+/** WORKER_CONCURRENCY for `--stores` alone, which has no sweep: the fastest of most sweeps. */
+const DEFAULT_STORES_CONCURRENCY = 64;
+
+function storesSection(
+  stores: StoresResult,
+  downloads: Awaited<ReturnType<typeof runDownloads>>,
+): string[] {
+  const line = (name: string, run: StoresResult['local'], perSecond: number, toNaive?: number) =>
+    `| ${name} | ${run.seconds} | ${perSecond} | ${toNaive ?? 1} | ${run.audioFiles} / ${run.metadataFiles} | ${run.failedJobs} | ${run.workerCpuSeconds} |`;
+  const big = stores.s3Downloads;
+  return [
+    `## Stores side by side (${stores.local.deliveries} deliveries, ${stores.local.duplicates} duplicates, 64 KB, WORKER_CONCURRENCY=${stores.workerConcurrency})`,
+    '',
+    '| worker | seconds | items/s | × naive | audio / metadata stored | failed jobs | worker CPU s |',
+    '|---|---|---|---|---|---|---|',
+    line('naive (fetch → write, no checks, no fsync)', stores.naive, stores.itemsPerSecond.naive),
+    line('service, local store', stores.local, stores.itemsPerSecond.local, stores.localToNaive),
+    line('service, S3 (Ceph RGW)', stores.s3, stores.itemsPerSecond.s3, stores.s3ToNaive),
+    '',
+    `Large files into S3: ${big.files} × ${big.fileMb} MB at ${big.s3MBps} MB/s (curl to /dev/null in the same run: ${downloads.curlMBps ?? 'n/a'} MB/s, ratio ${downloads.curlMBps === null ? 'n/a' : ratio(big.s3MBps, downloads.curlMBps)}); peak RSS growth for one ${downloads.bigFileMb} MB file into S3: ${big.rssGrowthMb} MB (into the local store: ${downloads.rssGrowthMb} MB)`,
+    '',
+  ];
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--stores')) return storesOnly();
   const redisServer = await startPrivateRedis({ persistent: true });
   const redis = new Redis(redisServer.url);
   const cdn = await startLocalCdn();

@@ -33,7 +33,12 @@ export interface CephGateway {
 const ACCESS_KEY = 'AKIAAUDIOWEBHOOKSTEST';
 const SECRET_KEY = 'audio-webhooks-test-secret-key';
 
-export async function startCephGateway(): Promise<CephGateway> {
+export async function startCephGateway({
+  memstoreBytes = 1024 ** 3,
+}: {
+  /** The OSD's in-memory store: taken from RAM as it fills. @defaultValue 1 GiB */
+  memstoreBytes?: number;
+} = {}): Promise<CephGateway> {
   const dir = mkdtempSync(join(tmpdir(), 'aw-ceph-'));
   const monPort = await freePort();
   const rgwPort = await freePort();
@@ -66,8 +71,7 @@ export async function startCephGateway(): Promise<CephGateway> {
       'mon data avail warn = 1',
       'mon data avail crit = 0',
       'osd objectstore = memstore',
-      // Room for the 64 MB tests and a killed upload's parts; memstore takes RAM as it fills.
-      'memstore device bytes = 1073741824',
+      `memstore device bytes = ${memstoreBytes}`,
       'osd crush chooseleaf type = 0',
       'osd crush update on start = false',
       'osd class update on start = false',

@@ -241,7 +241,11 @@ it('a 64 MB file: a multipart upload, whole under its key, nothing left incomple
   const bucket = await newBucket();
   const big = randomBytes(64 * 1024 * 1024);
   cdn.route('/big.wav', audio(big, 'audio/wav'));
-  const { receiver, post, start } = await s3Worker(bucket);
+  // Young-generation garbage (TLS records) collected early, so that the peak shows what is held
+  // rather than when V8 chose to collect.
+  const { receiver, post, start } = await s3Worker(bucket, {
+    NODE_OPTIONS: '--max-semi-space-size=1',
+  });
   const worker = start();
   try {
     await worker.waitForLog('audio-webhooks started');
@@ -261,9 +265,11 @@ it('a 64 MB file: a multipart upload, whole under its key, nothing left incomple
       `64 MB into S3: the worker's peak RSS grew by ${growthMb.toFixed(1)} MB\n`,
     );
     // The download alone grows a worker by about 60 MB whatever the size (TLS records awaiting
-    // GC, docs/performance.md); the upload adds its parts in flight (3 × 8 MiB at most). The file
-    // held whole would put 64 MB more on top of that.
-    expect(growthMb).toBeLessThan(100);
+    // GC, docs/performance.md), and the upload adds its parts in flight (3 × 8 MiB at most): 59–90
+    // MB measured, the high end under the whole suite's load. The file held whole, once as the body
+    // and again as the upload's copy, would put 128 MB on top of the 60. (`npm run bench` measures
+    // a 200 MB file, where holding it would be plain.)
+    expect(growthMb).toBeLessThan(120);
   } finally {
     worker.child.kill('SIGTERM');
     await worker.exited;

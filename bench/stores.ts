@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { startCephGateway } from '../test/helpers/ceph-gateway.js';
+import type { LocalCdn } from '../test/helpers/local-cdn.js';
+import { runS3Downloads } from './downloads.js';
+import { runEndToEnd, type EndToEndResult } from './end-to-end.js';
+import { ratio } from './lib.js';
+
+export interface StoresResult {
+  readonly workerConcurrency: number;
+  readonly naive: EndToEndResult;
+  readonly local: EndToEndResult;
+  readonly s3: EndToEndResult;
+  /** items/s of each, and each as a ratio to the naive worker's items/s (1 = as fast). */
+  readonly itemsPerSecond: { readonly naive: number; readonly local: number; readonly s3: number };
+  readonly localToNaive: number;
+  readonly s3ToNaive: number;
+  readonly s3Downloads: Awaited<ReturnType<typeof runS3Downloads>>;
+}
+
+/**
+ * The same end-to-end run (10,000 deliveries of 64 KB, 1,000 of them duplicates) three times in
+ * one bench run: the service's worker into the local store, the same into a bucket of a real S3
+ * server (Ceph's RADOS Gateway on this machine, as the tests start it), and the naive worker
+ * (fetch → write, nothing else). Then large files into the bucket. The absolute times move with
+ * the machine; the ratios to the naive worker of the same run do not.
+ */
+export async function runStores(
+  redisUrl: string,
+  cdn: LocalCdn,
+  workerConcurrency: number,
+): Promise<StoresResult> {
+  // Room for 9,000 items and the large files; memstore takes RAM as it fills.
+  const gateway = await startCephGateway({ memstoreBytes: 4 * 1024 ** 3 });
+  const client = new S3Client({
+    region: 'us-east-1',
+    endpoint: gateway.endpoint,
+    forcePathStyle: true,
+    credentials: { accessKeyId: gateway.accessKeyId, secretAccessKey: gateway.secretAccessKey },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+  try {
+    const bucket = `bench-${randomUUID().slice(0, 8)}`;
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    const s3Env = { ...gateway.env, S3_BUCKET: bucket };
+    process.stderr.write('stores: the naive worker\n');
+    const naive = await runEndToEnd(redisUrl, cdn, { workerConcurrency, naiveWorker: true });
+    process.stderr.write('stores: the local store\n');
+    const local = await runEndToEnd(redisUrl, cdn, { workerConcurrency });
+    process.stderr.write('stores: S3 (Ceph RGW)\n');
+    const s3 = await runEndToEnd(redisUrl, cdn, {
+      workerConcurrency,
+      env: { ...s3Env, S3_PREFIX: 'e2e/' },
+      countStored: () => countObjects(client, bucket, 'e2e/'),
+    });
+    const s3Downloads = await runS3Downloads(cdn, {
+      settings: {
+        s3Bucket: bucket,
+        s3Prefix: 'large/',
+        s3Endpoint: gateway.endpoint,
+        s3Region: 'us-east-1',
+        s3ForcePathStyle: true,
+      },
+      env: gateway.env,
+    });
+    const perSecond = (run: EndToEndResult) => Math.round(run.audioFiles / run.seconds);
+    const itemsPerSecond = { naive: perSecond(naive), local: perSecond(local), s3: perSecond(s3) };
+    return {
+      workerConcurrency,
+      naive,
+      local,
+      s3,
+      itemsPerSecond,
+      localToNaive: ratio(itemsPerSecond.local, itemsPerSecond.naive),
+      s3ToNaive: ratio(itemsPerSecond.s3, itemsPerSecond.naive),
+      s3Downloads,
+    };
+  } finally {
+    client.destroy();
+    await gateway.stop();
+  }
+}
+
+async function countObjects(client: S3Client, bucket: string, prefix: string) {
+  let audio = 0;
+  let metadata = 0;
+  let token: string | undefined;
+  do {
+    const page = await client.send(
+      new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
+    );
+    for (const item of page.Contents ?? []) {
+      if (item.Key?.endsWith('.mp3')) audio++;
+      if (item.Key?.endsWith('.json')) metadata++;
+    }
+    token = page.NextContinuationToken;
+  } while (token !== undefined);
+  return { audio, metadata };
+}
