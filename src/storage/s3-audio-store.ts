@@ -7,6 +7,7 @@ import {
   HeadBucketCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
+  PutObjectCommand,
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
@@ -64,9 +65,9 @@ export function createS3Client(settings: S3Settings): S3Client {
  * Never overwritten by another item: writes are create-only (`If-None-Match: *`), and each object
  * records the id it holds. An existing object of the same id (an earlier run that died before its
  * metadata) is replaced by this run's; one of another id fails the job (NameCollisionError). Ceph
- * ignores `If-None-Match` on CompleteMultipartUpload, so the object is also looked for before a
- * write; what remains is a race between two runs for one key, and a key is a function of the id
- * (storage/file-name.ts), so both runs are of the same item.
+ * ignores `If-None-Match` on CompleteMultipartUpload, so before a multipart upload the object is
+ * also looked for; what remains is a race between two runs for one key, and a key is a function
+ * of the id (storage/file-name.ts), so both runs are of the same item.
  */
 export function createS3AudioStore(settings: S3Settings, client = createS3Client(settings)) {
   const bucket = settings.s3Bucket ?? '';
@@ -104,21 +105,44 @@ export function createS3AudioStore(settings: S3Settings, client = createS3Client
       });
   }
 
-  async function upload(
-    name: string,
-    source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
-    id: string | undefined,
-  ): Promise<void> {
-    const body = Readable.from(source, { objectMode: false });
-    const transfer = new Upload({
-      client,
-      params: {
+  const itemMetadata = (id: string | undefined) =>
+    id === undefined ? {} : { Metadata: { [ITEM_ID]: encodeURIComponent(id) } };
+
+  /** One create-only PUT of a body smaller than a part: S3 and Ceph honour the condition. */
+  async function put(name: string, body: Buffer, id: string | undefined): Promise<void> {
+    await client.send(
+      new PutObjectCommand({
         Bucket: bucket,
         Key: key(name),
         Body: body,
+        ContentLength: body.length,
         IfNoneMatch: '*',
-        ...(id === undefined ? {} : { Metadata: { [ITEM_ID]: encodeURIComponent(id) } }),
-      },
+        ...itemMetadata(id),
+      }),
+    );
+  }
+
+  /**
+   * A multipart upload of `first` and what follows: looked for first, since Ceph ignores
+   * If-None-Match on CompleteMultipartUpload.
+   */
+  async function upload(
+    name: string,
+    first: readonly Uint8Array[],
+    rest: AsyncIterable<Uint8Array>,
+    id: string | undefined,
+  ): Promise<void> {
+    await makeRoom(name, id);
+    const body = Readable.from(
+      (async function* () {
+        yield* first;
+        yield* rest;
+      })(),
+      { objectMode: false },
+    );
+    const transfer = new Upload({
+      client,
+      params: { Bucket: bucket, Key: key(name), Body: body, IfNoneMatch: '*', ...itemMetadata(id) },
       partSize: PART_BYTES,
       queueSize: PARTS_IN_FLIGHT,
       leavePartsOnError: false,
@@ -134,21 +158,41 @@ export function createS3AudioStore(settings: S3Settings, client = createS3Client
   const store: AudioStore & { checkBucket(): Promise<void> } = {
     async write(name, source, options) {
       const id = options?.id;
-      await makeRoom(name, id);
+      // Up to one part is read first: a smaller body is one conditional PUT (with the metadata's
+      // and the look for earlier metadata, three requests per item); a larger one is a multipart
+      // upload.
+      const iterator = toAsyncIterator(source);
+      const first: Uint8Array[] = [];
+      let bytes = 0;
+      let ended = false;
+      while (bytes < PART_BYTES) {
+        const next = await iterator.next();
+        if (next.done === true) {
+          ended = true;
+          break;
+        }
+        first.push(next.value);
+        bytes += next.value.length;
+      }
       let sourceFailure: { error: unknown } | undefined;
       try {
-        await upload(
-          name,
-          recordFailure(source, (error) => (sourceFailure = { error })),
-          id,
-        );
+        if (ended) await put(name, Buffer.concat(first), id);
+        else {
+          const rest = recordFailure(
+            { [Symbol.asyncIterator]: () => iterator },
+            (error) => (sourceFailure = { error }),
+          );
+          await upload(name, first, rest, id);
+        }
       } catch (error: unknown) {
         // A source that failed (the CDN, the size cap) keeps its own error.
         if (sourceFailure !== undefined) throw sourceFailure.error;
+        if (error instanceof NameCollisionError) throw error;
         if (statusOf(error) === 412) {
-          // Written meanwhile by another run: judged as above; the job is retried.
+          // Already there: another item's is a collision; this item's, from an earlier run that
+          // died before its metadata, is removed and the job retried.
           await makeRoom(name, id);
-          throw fail(error, `writing ${name} (written meanwhile by another run)`);
+          throw fail(error, `writing ${name} (an earlier copy of this item was there; retrying)`);
         }
         throw fail(error, `writing ${name}`);
       }
@@ -232,6 +276,14 @@ export function createS3AudioStore(settings: S3Settings, client = createS3Client
     },
   };
   return store;
+}
+
+function toAsyncIterator(
+  source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+): AsyncIterator<Uint8Array> {
+  if (Symbol.asyncIterator in source) return source[Symbol.asyncIterator]();
+  const sync = source[Symbol.iterator]();
+  return { next: () => Promise.resolve(sync.next()) };
 }
 
 /** The source as it is, telling `failed` when reading it throws (the upload rethrows it). */
