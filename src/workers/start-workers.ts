@@ -27,7 +27,7 @@ export interface WorkerOptions {
   readonly hooks?: Partial<Hooks>;
   /** Your events (main.ts passes src/custom/events.ts). @defaultValue none */
   readonly customEvents?: CustomEvents;
-  /** @defaultValue the local filesystem under AUDIO_DIR */
+  /** @defaultValue the store AUDIO_STORE chooses (storage/create-audio-store.ts) */
   readonly store?: AudioStore | undefined;
   /** Extra CA certificates the downloader trusts (PEM), on top of DOWNLOAD_CA_FILE. @defaultValue none */
   readonly ca?: string;

@@ -29,7 +29,7 @@ export interface ContextOptions {
   readonly hooks: Hooks;
   /** @defaultValue none */
   readonly customEvents?: CustomEvents;
-  /** @defaultValue the local filesystem under AUDIO_DIR (checked writable here) */
+  /** @defaultValue the store AUDIO_STORE chooses, checked at start (storage/create-audio-store.ts) */
   readonly store?: AudioStore | undefined;
   /** Extra CA certificates (PEM) on top of DOWNLOAD_CA_FILE's. @defaultValue none */
   readonly ca?: string | undefined;
