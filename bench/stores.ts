@@ -34,14 +34,7 @@ export async function runStores(
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   // Room for 9,000 items and the large files; memstore takes RAM as it fills.
   const gateway = await startCephGateway({ memstoreBytes: 4 * 1024 ** 3 });
-  const client = new S3Client({
-    region: 'us-east-1',
-    endpoint: gateway.endpoint,
-    forcePathStyle: true,
-    credentials: { accessKeyId: gateway.accessKeyId, secretAccessKey: gateway.secretAccessKey },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+  const client = gateway.client();
   try {
     const bucket = `bench-${randomUUID().slice(0, 8)}`;
     await client.send(new CreateBucketCommand({ Bucket: bucket }));

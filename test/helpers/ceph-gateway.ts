@@ -5,6 +5,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { S3Client } from '@aws-sdk/client-s3';
 import { freePort } from './private-redis';
 
 const run = promisify(execFile);
@@ -23,6 +24,8 @@ export interface CephGateway {
   readonly secretAccessKey: string;
   /** The environment a service process needs to use it (the bucket excepted). */
   readonly env: Readonly<Record<string, string>>;
+  /** An S3 client of its own for the caller (tests, bench), path-style, checksums as needed. */
+  client(): S3Client;
   /** Stops the gateway alone (the cluster keeps the objects), as an outage would. */
   stopGateway(): Promise<void>;
   /** Starts it again on the same port. */
@@ -189,6 +192,15 @@ export async function startCephGateway({
       AWS_ACCESS_KEY_ID: ACCESS_KEY,
       AWS_SECRET_ACCESS_KEY: SECRET_KEY,
     },
+    client: () =>
+      new S3Client({
+        region: 'us-east-1',
+        endpoint,
+        forcePathStyle: true,
+        credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET_KEY },
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
+      }),
     async stopGateway() {
       if (gateway !== undefined) await stopChild(gateway);
     },

@@ -29,14 +29,7 @@ beforeAll(async () => {
   gateway = await startCephGateway();
   // The SDK's default credential chain, as in production: the in-process workers read these.
   Object.assign(process.env, gateway.env);
-  client = new S3Client({
-    region: 'us-east-1',
-    endpoint: gateway.endpoint,
-    forcePathStyle: true,
-    credentials: { accessKeyId: gateway.accessKeyId, secretAccessKey: gateway.secretAccessKey },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+  client = gateway.client();
   cdn = await startLocalCdn();
 }, 120_000);
 afterAll(async () => {
@@ -67,6 +60,18 @@ async function exists(bucket: string, key: string): Promise<boolean> {
 }
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+
+/** An audio.ready delivery of `id` whose audio the local CDN serves at `path`. */
+const ready = (id: string, path: string) => ({
+  event: 'audio.ready',
+  data: {
+    id,
+    kind: 'tts',
+    audio_url: `${cdn.origin}${path}`,
+    voice: 'alloy',
+    created_at: '2026-11-23T10:00:00Z',
+  },
+});
 
 function pipelineEnv(bucket: string, extra: Record<string, string> = {}) {
   return {
@@ -158,16 +163,6 @@ it("two ids whose audio differ never share an object; a duplicate delivery leave
   );
   const p = await startTestPipeline(pipelineEnv(bucket), cdn.ca);
   try {
-    const ready = (id: string, path: string) => ({
-      event: 'audio.ready',
-      data: {
-        id,
-        kind: 'tts',
-        audio_url: `${cdn.origin}${path}`,
-        voice: 'alloy',
-        created_at: '2026-11-23T10:00:00Z',
-      },
-    });
     await p.post(ready('a', '/one.wav')).expect(202);
     await p.post(ready('b', '/two.wav')).expect(202);
     expect(await p.settled('a')).toMatchObject({ state: 'completed' });
@@ -214,16 +209,7 @@ async function s3Worker(bucket: string, env: Record<string, string> = {}) {
     ...env,
   };
   const post = (id: string, path: string) => {
-    const { raw, headers } = signed({
-      event: 'audio.ready',
-      data: {
-        id,
-        kind: 'tts',
-        audio_url: `${cdn.origin}${path}`,
-        voice: 'alloy',
-        created_at: '2026-11-23T10:00:00Z',
-      },
-    });
+    const { raw, headers } = signed(ready(id, path));
     return request(receiver.listener).post('/webhooks').set(headers).send(raw).expect(202);
   };
   return { receiver, post, start: () => spawnService(workerEnv) };
@@ -345,19 +331,7 @@ it('the gateway stopped for a few seconds under load, then back: every item stor
   const p = await startTestPipeline(pipelineEnv(bucket, { DOWNLOAD_BACKOFF_MS: '500' }), cdn.ca);
   try {
     const ids = Array.from({ length: 60 }, (_unused, i) => `load-${i}`);
-    const send = (id: string) =>
-      p
-        .post({
-          event: 'audio.ready',
-          data: {
-            id,
-            kind: 'tts',
-            audio_url: `${cdn.origin}/load.wav`,
-            voice: 'alloy',
-            created_at: '2026-11-23T10:00:00Z',
-          },
-        })
-        .expect(202);
+    const send = (id: string) => p.post(ready(id, '/load.wav')).expect(202);
     for (const id of ids.slice(0, 20)) await send(id);
     await p.settled('load-5');
     await gateway.stopGateway();
@@ -393,18 +367,7 @@ it("hooks' store.read streams the object from the bucket", async () => {
     },
   );
   try {
-    await p
-      .post({
-        event: 'audio.ready',
-        data: {
-          id: 'hooked',
-          kind: 'tts',
-          audio_url: `${cdn.origin}/hooked.wav`,
-          voice: 'alloy',
-          created_at: '2026-11-23T10:00:00Z',
-        },
-      })
-      .expect(202);
+    await p.post(ready('hooked', '/hooked.wav')).expect(202);
     expect(await p.settled('hooked')).toMatchObject({ state: 'completed' });
     expect(read).toHaveLength(1);
     expect(read[0]?.equals(bytes)).toBe(true);
