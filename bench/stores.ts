@@ -30,8 +30,6 @@ export async function runStores(
   cdn: LocalCdn,
   workerConcurrency: number,
 ): Promise<StoresResult> {
-  // The SDK's nine-line Node 20 notice, once per process that loads it: the figures matter here.
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   // Room for 9,000 items and the large files; memstore takes RAM as it fills.
   const gateway = await startCephGateway({ memstoreBytes: 4 * 1024 ** 3 });
   const client = gateway.client();

@@ -26,10 +26,6 @@ async function main(): Promise<void> {
   const dotenv = loadDotEnv();
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
-  // The AWS SDK writes a nine-line warning to stderr on Node < 22, which would break the one-line
-  // start-up errors; the start-up report says the same in one log line (startup-report.ts).
-  if (config.audioStore === 's3')
-    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   // Loaded before a cluster forks too: a custom event that cannot be served stops the start here.
   const custom = loadCustom();
   if (config.role === 'web' && config.webConcurrency > 1 && cluster.isPrimary) {

@@ -46,9 +46,10 @@ export async function send(args: SendArgs, config: Config, output: Output): Prom
   const cdn = config.cdnOrigins[0];
   const body = JSON.stringify(
     sampleDelivery(args.event, {
-      // The sandbox's CDN serves this file, so a sample sent against the sandbox downloads.
-      data: cdn === undefined ? data : { audio_url: `${cdn}${SAMPLE_AUDIO_PATH}`, ...data },
+      data,
       ...(args.id === undefined ? {} : { id: args.id }),
+      // The sandbox's CDN serves this file, so a sample sent against the sandbox downloads.
+      ...(cdn === undefined ? {} : { cdnOrigin: cdn, audioPath: SAMPLE_AUDIO_PATH }),
     }),
   );
   const res = await request(url, {

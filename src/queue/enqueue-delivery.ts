@@ -39,23 +39,30 @@ export function createDeliveryStore(
       : undefined;
   return async (delivery) => {
     if (redis.status !== 'ready') throw new StorageUnavailableError('Redis is not connected');
-    const stored = enqueueDelivery(queue, delivery, config.dedupeTtlSeconds).then(
-      async (result) => {
-        if (confirm === undefined) return result;
-        const acknowledged = await confirm();
-        if (acknowledged < config.redisWaitReplicas) {
-          throw new StorageUnavailableError(
-            `${acknowledged} of ${config.redisWaitReplicas} replicas acknowledged in time; the delivery may be stored, so a retry may be a duplicate`,
-          );
-        }
-        return result;
-      },
-    );
+    const added = enqueueDelivery(queue, delivery, config.dedupeTtlSeconds);
+    // Without replicas to wait for, the add is the whole store: no step added per delivery.
+    const stored = confirm === undefined ? added : added.then(confirmed(confirm, config));
     try {
       return await withDeadline(stored, deadlineMs, 'Redis');
     } catch (error: unknown) {
       throw classifyStoreError(error);
     }
+  };
+}
+
+/** Passes the result on once enough replicas acknowledged it (Redis WAIT, group-committed). */
+function confirmed(
+  confirm: () => Promise<number>,
+  { redisWaitReplicas }: Pick<Config, 'redisWaitReplicas'>,
+): (result: EnqueueResult) => Promise<EnqueueResult> {
+  return async (result) => {
+    const acknowledged = await confirm();
+    if (acknowledged < redisWaitReplicas) {
+      throw new StorageUnavailableError(
+        `${acknowledged} of ${redisWaitReplicas} replicas acknowledged in time; the delivery may be stored, so a retry may be a duplicate`,
+      );
+    }
+    return result;
   };
 }
 

@@ -41,6 +41,9 @@ const ITEM_ID = 'item-id';
  * stores reject or mangle the aws-chunked trailers. Credentials: the SDK's default chain.
  */
 export function createS3Client(settings: S3Settings): S3Client {
+  // On Node < 22 the SDK writes a nine-line notice to stderr, which would break the one-line
+  // start-up errors; the start-up report says the same in one log line (startup-report.ts).
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const custom = settings.s3Endpoint !== undefined;
   return new S3Client({
     region: settings.s3Region,
@@ -288,7 +291,7 @@ function toAsyncIterator(
 
 /** The source as it is, telling `failed` when reading it throws (the upload rethrows it). */
 async function* recordFailure(
-  source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  source: AsyncIterable<Uint8Array>,
   failed: (error: unknown) => void,
 ): AsyncGenerator<Uint8Array> {
   try {

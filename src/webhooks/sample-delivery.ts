@@ -4,8 +4,10 @@ export interface SampleOptions {
   readonly id?: string;
   /** Fields merged over the sample's `data`. */
   readonly data?: Readonly<Record<string, unknown>>;
-  /** Origin of the sample `audio_url`; the path is `/<id>.mp3`. */
+  /** Origin of the sample `audio_url`. @defaultValue 'https://cdn.example.com' */
   readonly cdnOrigin?: string;
+  /** Path of the sample `audio_url`. @defaultValue `/<id>.mp3` */
+  readonly audioPath?: string;
 }
 
 /**
@@ -22,7 +24,7 @@ export function sampleDelivery(
       ? {
           id,
           kind: 'tts',
-          audio_url: `${options.cdnOrigin ?? 'https://cdn.example.com'}/${encodeURIComponent(id)}.mp3`,
+          audio_url: `${options.cdnOrigin ?? 'https://cdn.example.com'}${options.audioPath ?? `/${encodeURIComponent(id)}.mp3`}`,
           voice: 'alloy',
           created_at: new Date().toISOString(),
         }

@@ -7,6 +7,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { S3Client } from '@aws-sdk/client-s3';
 import { freePort } from './private-redis';
+import { eventually } from './sandbox-process';
+
+/** How long each daemon may take to come up (about 1 s for the OSD, 8 s for radosgw). */
+const STARTING = { timeoutMs: 60_000, everyMs: 200 };
 
 const run = promisify(execFile);
 
@@ -108,15 +112,11 @@ export async function startCephGateway({
   let gateway: ChildProcess | undefined;
   const startGateway = async () => {
     gateway = daemon('radosgw', ['-n', 'client.rgw.gw'], 'rgw');
-    await until(
-      async () => {
-        if (gateway?.exitCode !== null) throw new Error(`radosgw exited: ${logTail(dir, 'rgw')}`);
-        const answer = await fetch(`http://127.0.0.1:${rgwPort}/`).catch(() => undefined);
-        return answer?.ok === true;
-      },
-      60_000,
-      'radosgw',
-    );
+    await eventually(async () => {
+      if (gateway?.exitCode !== null) throw new Error(`radosgw exited: ${logTail(dir, 'rgw')}`);
+      const answer = await fetch(`http://127.0.0.1:${rgwPort}/`).catch(() => undefined);
+      return answer?.ok === true ? true : undefined;
+    }, STARTING);
   };
   const stop = async () => {
     await Promise.all(daemons.reverse().map((child) => stopChild(child)));
@@ -153,7 +153,11 @@ export async function startCephGateway({
     await ceph('osd', 'crush', 'add', 'osd.0', '1.0', 'root=default');
     await run('ceph-osd', ['-i', '0', '--mkfs', '--osd-uuid', osdUuid, '-c', conf]);
     daemon('ceph-osd', ['-i', '0'], 'osd');
-    await until(async () => (await ceph('osd', 'stat')).stdout.includes('1 up'), 60_000, 'the OSD');
+    // `ceph` fails while the monitor is still starting: that is "not yet".
+    await eventually(async () => {
+      const stat = await ceph('osd', 'stat').catch(() => undefined);
+      return stat?.stdout.includes('1 up') === true ? true : undefined;
+    }, STARTING);
     await startGateway();
     await run('radosgw-admin', [
       '-c',
@@ -223,25 +227,5 @@ function logTail(dir: string, name: string): string {
     return readFileSync(join(dir, 'log', `${name}.exit`), 'utf8').slice(-500);
   } catch {
     return '(no output)';
-  }
-}
-
-/** Checks `condition` every 200 ms until it holds; throws past `timeoutMs`. */
-async function until(
-  condition: () => Promise<boolean>,
-  timeoutMs: number,
-  what: string,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (
-      await condition().catch((error: unknown) => {
-        if (error instanceof Error && /exited/.test(error.message)) throw error;
-        return false;
-      })
-    )
-      return;
-    if (Date.now() > deadline) throw new Error(`${what} did not come up within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
