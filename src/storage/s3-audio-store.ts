@@ -67,9 +67,9 @@ export function createS3Client(settings: S3Settings): S3Client {
  *
  * Never overwritten by another item: writes are create-only (`If-None-Match: *`), and each object
  * records the id it holds. An existing object of the same id (an earlier run that died before its
- * metadata) is replaced by this run's; one of another id fails the job (NameCollisionError). Ceph
- * ignores `If-None-Match` on CompleteMultipartUpload, so before a multipart upload the object is
- * also looked for; what remains is a race between two runs for one key, and a key is a function
+ * metadata) is replaced: at once before a multipart upload, on the job's retry after a refused
+ * PUT. One of another id fails the job (NameCollisionError). Ceph ignores `If-None-Match` on
+ * CompleteMultipartUpload, so before a multipart upload the object is also looked for; what remains is a race between two runs for one key, and a key is a function
  * of the id (storage/file-name.ts), so both runs are of the same item.
  */
 export function createS3AudioStore(settings: S3Settings, client = createS3Client(settings)) {
