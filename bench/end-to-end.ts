@@ -5,15 +5,7 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { freePort } from '../test/helpers/private-redis.js';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
-import {
-  cpuSecondsOf,
-  forkBaseline,
-  signedDelivery,
-  spawnService,
-  spawnWholeService,
-  stop,
-  watchSettledJobs,
-} from './lib.js';
+import { cpuSecondsOf, signedDelivery, spawnWholeService, stop, watchSettledJobs } from './lib.js';
 
 export interface EndToEndResult {
   readonly deliveries: number;
@@ -75,13 +67,15 @@ export async function runEndToEnd(
       : { WORKER_CONCURRENCY: String(options.workerConcurrency) }),
     ...options.env,
   };
-  const service =
-    options.naiveWorker === true
-      ? await spawnWithNaiveWorker(port, redisUrl, prefix, audioDir, {
-          ...settings,
-          CDN_CA: cdn.ca,
-        })
-      : await spawnWholeService(port, redisUrl, prefix, audioDir, settings);
+  const naive = options.naiveWorker === true;
+  const service = await spawnWholeService(
+    port,
+    redisUrl,
+    prefix,
+    audioDir,
+    naive ? { ...settings, CDN_CA: cdn.ca } : settings,
+    naive,
+  );
 
   const ids: string[] = [];
   const sent = Array.from({ length: total }, (_, i) => {
@@ -166,28 +160,4 @@ export async function sweepConcurrency(redisUrl: string, cdn: LocalCdn, total = 
   const fastest = Math.min(...runs.map((r) => r.seconds));
   const best = runs.find((r) => r.seconds <= fastest * 1.05) ?? runs[0];
   return { deliveries: total, runs, best: best?.concurrency ?? 8 };
-}
-
-/** The receiver as the service runs it, with the naive worker in place of the service's. */
-async function spawnWithNaiveWorker(
-  port: number,
-  redisUrl: string,
-  prefix: string,
-  audioDir: string,
-  settings: Record<string, string>,
-) {
-  const common = { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, ...settings };
-  const receiver = await spawnService({
-    ...common,
-    ROLE: 'web',
-    WEB_CONCURRENCY: '1',
-    PORT: String(port),
-  });
-  const worker = await forkBaseline('naive-worker', { ...common, AUDIO_DIR: audioDir }).catch(
-    async (error: unknown) => {
-      await stop(receiver);
-      throw error;
-    },
-  );
-  return [receiver, worker];
 }

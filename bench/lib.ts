@@ -106,17 +106,21 @@ export async function spawnWholeService(
   prefix: string,
   audioDir: string,
   extra: Record<string, string>,
+  /** The naive worker (bench/baselines/naive-worker.ts) in place of the service's. */
+  naiveWorker = false,
 ): Promise<ChildProcess[]> {
   const common = { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, LOG_LEVEL: 'info', ...extra };
   const started = await Promise.allSettled([
     spawnService({ ...common, ROLE: 'web', WEB_CONCURRENCY: '1', PORT: String(port) }),
-    spawnService({
-      ...common,
-      ROLE: 'worker',
-      WORKER_HEALTH_PORT: String(await freePort()),
-      AUDIO_DIR: audioDir,
-      DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
-    }),
+    naiveWorker
+      ? forkBaseline('naive-worker', { ...common, AUDIO_DIR: audioDir })
+      : spawnService({
+          ...common,
+          ROLE: 'worker',
+          WORKER_HEALTH_PORT: String(await freePort()),
+          AUDIO_DIR: audioDir,
+          DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+        }),
   ]);
   const running = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const failed = started.find((s) => s.status === 'rejected');
