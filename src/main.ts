@@ -61,6 +61,7 @@ async function main(): Promise<void> {
           customEvents: custom.events,
           store: await custom.createStore?.(config, logger),
           telemetry: tracing?.telemetry,
+          alsoRegisterOn: web?.receiver.metrics.registry,
         });
   const workerHealth =
     workers === undefined || config.workerHealthPort === undefined

@@ -16,6 +16,10 @@ import { listFailed, retryFailed } from './queue-commands.js';
 import { runTts, runVoices } from './provider-commands.js';
 import { runSandbox, SANDBOX_FLAGS } from './sandbox-command.js';
 import { send } from './send.js';
+import { REPLAY_FLAGS, runReplay } from './replay-command.js';
+import { ReplayStalledError } from '../archive/replay.js';
+import { DeadlineError } from '../redis/deadline.js';
+import { StorageError } from '../storage/storage-errors.js';
 import { COMMANDS, commandUsage, USAGE } from './usage.js';
 
 const OPTIONS = {
@@ -23,7 +27,7 @@ const OPTIONS = {
   all: { type: 'boolean' },
   url: { type: 'string' },
   secret: { type: 'string' },
-  id: { type: 'string' },
+  id: { type: 'string', multiple: true },
   data: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   host: { type: 'string' },
@@ -39,6 +43,10 @@ const OPTIONS = {
   out: { type: 'string' },
   file: { type: 'string' },
   'out-dir': { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  event: { type: 'string' },
+  'dry-run': { type: 'boolean' },
 } as const;
 
 /** Which options each command takes; anything else is a usage error. */
@@ -51,6 +59,7 @@ const ACCEPTS: Readonly<Record<string, readonly string[]>> = {
   sandbox: [...SANDBOX_FLAGS, 'secret'],
   tts: ['voice', 'out', 'file', 'out-dir'],
   voices: ['json'],
+  replay: [...REPLAY_FLAGS],
 };
 
 /** Runs one command; returns the exit code. Standard output only carries the command's answer. */
@@ -84,7 +93,8 @@ export async function runCli(
 
     if (command === 'sandbox') {
       if (rest.length > 0) throw new UsageError('sandbox takes no arguments');
-      return await runSandbox(values, env, output, errors);
+      const { id: _id, ...flags } = values;
+      return await runSandbox(flags, env, output, errors);
     }
     // The CLI reads the service's configuration; only `send` needs a secret, and takes --secret.
     const config = loadConfig(env, { forCli: true });
@@ -92,8 +102,9 @@ export async function runCli(
       if (rest.length !== 1 || rest[0] === undefined)
         throw new UsageError('send takes exactly one event name');
       const secret = values.secret ?? config.webhookSecrets[0];
+      if ((values.id?.length ?? 0) > 1) throw new UsageError('send takes one --id');
       return await send(
-        { event: rest[0], url: values.url, secret, id: values.id, data: values.data },
+        { event: rest[0], url: values.url, secret, id: values.id?.[0], data: values.data },
         config,
         output,
       );
@@ -120,6 +131,23 @@ export async function runCli(
             ),
       );
     }
+    if (command === 'replay') {
+      if (rest.length > 0) throw new UsageError('replay takes no arguments (ids go with --id)');
+      return await runReplay(
+        {
+          ids: values.id ?? [],
+          since: values.since,
+          until: values.until,
+          event: values.event,
+          dryRun: values['dry-run'] === true,
+          json: values.json === true,
+        },
+        config,
+        (work) => withRedis(config, work),
+        output,
+        errors,
+      );
+    }
     if (command === 'retry' && (rest.length === 1) === (values.all === true)) {
       throw new UsageError('retry takes a job id or --all');
     }
@@ -144,7 +172,13 @@ export async function runCli(
       errors.out(`audio-webhooks: ${error.message}\n`);
       return 2;
     }
-    if (error instanceof OperationalError || error instanceof RedisUnreachableError) {
+    if (
+      error instanceof OperationalError ||
+      error instanceof RedisUnreachableError ||
+      error instanceof StorageError ||
+      error instanceof ReplayStalledError ||
+      error instanceof DeadlineError
+    ) {
       errors.out(`audio-webhooks: ${error.message}\n`);
       return 1;
     }

@@ -1,6 +1,5 @@
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { SingleBar } from 'cli-progress';
 import type { RedisConnection } from '../redis/connections.js';
 import { parseSettings, type Config } from '../config/config.js';
 import { createProviderClient, type ProviderClient } from '../provider/create-provider-client.js';
@@ -14,6 +13,7 @@ import { PROVIDER_SETTINGS } from '../provider/provider-settings.js';
 import { createLocalBlobArea } from '../storage/local-blob-area.js';
 import { MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
+import { startProgress } from './progress.js';
 
 /** Under AUDIO_DIR: no audio file's name starts with a dot, so the two never meet. */
 const TTS_CACHE_FOLDER = '.tts-cache';
@@ -131,14 +131,12 @@ export async function runTts(
   );
   const todo = work.filter((item) => !done.has(String(item.number).padStart(4, '0')));
   return withClient(env, config, redis, async (client) => {
-    const bar =
-      errors.isTTY === true
-        ? new SingleBar({
-            format: 'tts {bar} {value}/{total} | {rate}/s | ETA {eta_formatted}',
-            stream: process.stderr,
-          })
-        : undefined;
-    bar?.start(todo.length, 0, { rate: '0.0' });
+    const progress = startProgress(
+      errors,
+      'tts {bar} {value}/{total} | {rate}/s | ETA {eta_formatted}',
+      todo.length,
+      { rate: '0.0' },
+    );
     const started = performance.now();
     let written = 0;
     // One request at a time: the provider's advice for batches over 10 (docs/provider.md, "Rate limits").
@@ -148,10 +146,13 @@ export async function runTts(
       await writeAtomically(join(outDir, name), result.audio);
       written++;
       const rate = (written / ((performance.now() - started) / 1000)).toFixed(1);
-      if (bar) bar.update(written, { rate });
-      else errors.out(`${written}/${todo.length} ${name}${result.cached ? ' (cached)' : ''}\n`);
+      progress.update(
+        written,
+        { rate },
+        `${written}/${todo.length} ${name}${result.cached ? ' (cached)' : ''}`,
+      );
     }
-    bar?.stop();
+    progress.stop();
     output.out(`${written} written, ${work.length - todo.length} already there, in ${outDir}\n`);
     return 0;
   });

@@ -23,6 +23,11 @@ export const COMMANDS: Readonly<
     does: 'text-to-speech through the shared rate limits, the TTS cache and the key pool; --file: one request per line, one at a time, resumable',
   },
   voices: { synopsis: 'voices [--json]', does: "the provider's voice list" },
+  replay: {
+    synopsis:
+      'replay --id ID [--id ID…] | --since WHEN [--until WHEN]  [--event E] [--dry-run [--json]]',
+    does: 'put archived deliveries on the queue again (handled as new: missing audio downloaded, hooks run, context.delivery.replay); WHEN: ISO 8601 or 90m, 2h, 3d back; --dry-run lists event, id, received_at',
+  },
   help: { synopsis: 'help [command]', does: "this text, or one command's" },
 };
 
@@ -32,7 +37,7 @@ ${Object.values(COMMANDS)
   .map(({ synopsis, does }) => `  ${synopsis}\n      ${does}`)
   .join('\n')}
 
-exit codes: 0 success, 1 Redis or the URL unreachable (or send got no 2xx), 2 bad arguments
+exit codes: 0 success, 1 Redis, the store or the URL unreachable (or send got no 2xx, or replay found nothing archived for an id), 2 bad arguments
 `;
 
 export function commandUsage(command: string): string {

@@ -175,6 +175,12 @@ export const SETTINGS = {
     readBy: ['worker', 'cli'],
     doc: '`true`: path-style addressing (most self-hosted stores)',
   },
+  ARCHIVE_RETENTION_HOURS: {
+    schema: int(0, 24 * 365 * 10),
+    default: '168',
+    readBy: ['worker', 'cli'],
+    doc: 'every accepted delivery is archived in the audio store (`.archive/`) for this long, for `replay`; `0`: no archive',
+  },
   CDN_URL: {
     schema: origins,
     key: 'cdnOrigins',

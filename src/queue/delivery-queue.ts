@@ -14,8 +14,15 @@ export const JOB_ATTEMPTS_CEILING = 100;
 export interface DeliveryJobData {
   /** As the receiver parsed it; the worker checks it again against the event's schema. */
   readonly event: Delivery;
-  /** When this receiver accepted the delivery, ISO 8601. */
+  /** When this receiver accepted the delivery, ISO 8601 (a replay keeps the original's). */
   readonly receivedAt: string;
+  /** Set on a job `replay` made (archive/replay.ts): never archived again. */
+  readonly replay?: {
+    /** The job that first handled the delivery. */
+    readonly of: string;
+    /** When the replay was asked for, ISO 8601. */
+    readonly at: string;
+  };
 }
 
 export type DeliveryQueue = Queue<DeliveryJobData>;

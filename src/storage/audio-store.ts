@@ -47,4 +47,29 @@ export interface AudioStore {
   holds(name: string, bytes: number, sha256: string): Promise<boolean>;
   /** Removes what a killed process left half written; returns the names removed. */
   removeStaleTemps(): Promise<string[]>;
+  /**
+   * Where accepted deliveries are archived for `replay` (archive/archive.ts), beside the audio
+   * but out of its names' reach. A store without one keeps no archive: replay is then off.
+   */
+  readonly archive?: ArchiveArea;
+}
+
+/** The archive's folder under AUDIO_DIR or S3_PREFIX. */
+export const ARCHIVE_FOLDER = '.archive';
+
+/**
+ * A tree of small files in the store's own place, in a folder the audio's names never reach
+ * (`.archive/`: a file stem never starts with a dot, and an audio key holds no `/`). Paths are
+ * `/`-separated and relative to that folder; the service makes them from dates, job ids and file
+ * stems only (archive/archive.ts), never from a delivery's text. Trouble is a StorageError.
+ */
+export interface ArchiveArea {
+  /** Writes one file whole (never seen partly written), replacing one of the same path. */
+  put(path: string, body: Uint8Array): Promise<void>;
+  /** The file's bytes, or undefined when there is none. */
+  get(path: string): Promise<Uint8Array | undefined>;
+  /** What `folder` ('' for the top) holds: files by name, folders by name and a trailing `/`. */
+  list(folder: string): Promise<string[]>;
+  /** Removes `folder` and everything in it; nothing there is not an error. */
+  remove(folder: string): Promise<void>;
 }

@@ -13,9 +13,10 @@ import {
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { AudioMetadata, AudioStore } from './audio-store.js';
+import { ARCHIVE_FOLDER, type AudioMetadata, type AudioStore } from './audio-store.js';
 import { inSpan } from '../telemetry/tracing.js';
 import { storageError } from './storage-errors.js';
+import { createLocalArchiveArea } from './local-archive-area.js';
 import { groupCommit } from '../util/group-commit.js';
 
 /** Temp names say which host and process wrote them, so start-up removes only dead writers' files. */
@@ -199,6 +200,8 @@ export async function createLocalAudioStore(dir: string): Promise<AudioStore> {
   // Up to 2 × WORKER_CONCURRENCY renames at once share a handful of directory fsyncs.
   const syncDirectory = groupCommit(() => fsyncDirectory(dir));
   return {
+    archive: createLocalArchiveArea(join(dir, ARCHIVE_FOLDER)),
+
     async write(name, source) {
       const temp = join(dir, tempName());
       const fail = (error: unknown) => storageError(error, `writing ${name}`, dir);

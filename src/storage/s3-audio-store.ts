@@ -7,13 +7,20 @@ import {
   HeadBucketCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
+  ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Config } from '../config/config.js';
-import type { AudioMetadata, AudioStore } from './audio-store.js';
+import {
+  ARCHIVE_FOLDER,
+  type ArchiveArea,
+  type AudioMetadata,
+  type AudioStore,
+} from './audio-store.js';
+import { archiveSegments } from './archive-path.js';
 import { NameCollisionError, StorageError } from './storage-errors.js';
 
 export type S3Settings = Pick<
@@ -158,7 +165,9 @@ export function createS3AudioStore(settings: S3Settings, client = createS3Client
     }
   }
 
-  const store: AudioStore & { checkBucket(): Promise<void> } = {
+  const store: AudioStore & { checkBucket(): Promise<void>; readonly archive: ArchiveArea } = {
+    archive: createS3ArchiveArea(client, bucket, `${settings.s3Prefix}${ARCHIVE_FOLDER}/`, fail),
+
     async write(name, source, options) {
       const id = options?.id;
       // Up to one part is read first: a smaller body is one conditional PUT (with the metadata's
@@ -279,6 +288,104 @@ export function createS3AudioStore(settings: S3Settings, client = createS3Client
     },
   };
   return store;
+}
+
+/** Deletes in flight at once while removing an archive folder. */
+const DELETES_IN_FLIGHT = 8;
+
+/**
+ * The archive as objects under `<S3_PREFIX>.archive/`: a PUT is whole by nature. One DELETE per
+ * object when a folder is removed: DeleteObjects needs a checksum header that S3-compatible
+ * stores disagree on (docs/storage.md), and an hour's entries are few enough.
+ */
+function createS3ArchiveArea(
+  client: S3Client,
+  bucket: string,
+  root: string,
+  fail: (error: unknown, what: string) => StorageError,
+): ArchiveArea {
+  const fileKey = (path: string) => `${root}${archiveSegments(path, 'file').join('/')}`;
+  const folderKey = (path: string) =>
+    `${root}${archiveSegments(path, 'folder')
+      .map((segment) => `${segment}/`)
+      .join('')}`;
+  /** Every page of a listing under `prefix`, one at a time. */
+  async function* pages(prefix: string, delimiter?: string) {
+    let token: string | undefined;
+    do {
+      const page = await client
+        .send(
+          new ListObjectsV2Command({
+            Bucket: bucket,
+            Prefix: prefix,
+            ...(delimiter === undefined ? {} : { Delimiter: delimiter }),
+            ...(token === undefined ? {} : { ContinuationToken: token }),
+          }),
+        )
+        .catch((error: unknown) => {
+          throw fail(error, `listing ${prefix}`);
+        });
+      yield page;
+      token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
+    } while (token !== undefined);
+  }
+  return {
+    async put(path, body) {
+      await client
+        .send(
+          new PutObjectCommand({
+            Bucket: bucket,
+            Key: fileKey(path),
+            Body: body,
+            ContentLength: body.length,
+            ContentType: 'application/json',
+          }),
+        )
+        .catch((error: unknown) => {
+          throw fail(error, `archiving ${path}`);
+        });
+    },
+    async get(path) {
+      try {
+        const answer = await client.send(
+          new GetObjectCommand({ Bucket: bucket, Key: fileKey(path) }),
+        );
+        return answer.Body === undefined ? undefined : await answer.Body.transformToByteArray();
+      } catch (error: unknown) {
+        if (statusOf(error) === 404) return undefined;
+        throw fail(error, `reading the archive's ${path}`);
+      }
+    },
+    async list(path) {
+      const prefix = folderKey(path);
+      const names: string[] = [];
+      for await (const page of pages(prefix, '/')) {
+        for (const folder of page.CommonPrefixes ?? [])
+          if (folder.Prefix !== undefined) names.push(folder.Prefix.slice(prefix.length));
+        for (const object of page.Contents ?? [])
+          if (object.Key !== undefined) names.push(object.Key.slice(prefix.length));
+      }
+      return names;
+    },
+    async remove(path) {
+      for await (const page of pages(folderKey(path))) {
+        const keys = (page.Contents ?? []).flatMap((object) =>
+          object.Key === undefined ? [] : [object.Key],
+        );
+        for (let start = 0; start < keys.length; start += DELETES_IN_FLIGHT) {
+          await Promise.all(
+            keys.slice(start, start + DELETES_IN_FLIGHT).map((Key) =>
+              client
+                .send(new DeleteObjectCommand({ Bucket: bucket, Key }))
+                .catch((error: unknown) => {
+                  throw fail(error, `removing ${Key}`);
+                }),
+            ),
+          );
+        }
+      }
+    },
+  };
 }
 
 function toAsyncIterator(

@@ -15,6 +15,8 @@ export interface DeliveryJob {
   readonly receivedAt: string;
   /** 1 on the first run. */
   readonly attempt: number;
+  /** Put on the queue again by `replay`. */
+  readonly replay: boolean;
 }
 
 /**
@@ -32,6 +34,7 @@ export function dispatch(job: DeliveryJob, context: WorkerContext): Promise<unkn
     id,
     receivedAt: job.receivedAt,
     attempt: job.attempt,
+    replay: job.replay,
   };
   // The handler's own span: BullMQ's `process` span around it also holds its Redis calls.
   return inSpan('webhook.handle', { 'webhook.event': delivery.event }, async () => {

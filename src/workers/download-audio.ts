@@ -21,6 +21,11 @@ export interface DeliveryInfo {
   readonly receivedAt: string;
   /** 1 on the first run of the job, 2 on its first retry, and so on. */
   readonly attempt: number;
+  /**
+   * True when an operator's `replay` put the delivery on the queue again (the audio may be
+   * there already; a hook that sends mail or bills may want to skip). False for the provider's.
+   */
+  readonly replay: boolean;
 }
 
 export interface DownloadAudioOptions {

@@ -18,6 +18,7 @@ import { withDefaults, type Hooks } from './hooks.js';
 import { backoffStrategy } from './retry-policy.js';
 import { createLiveness, type Liveness } from './liveness.js';
 import { createWorkerContext } from './worker-context.js';
+import { startArchiving } from './archive-deliveries.js';
 
 export interface WorkerOptions {
   /**
@@ -33,6 +34,11 @@ export interface WorkerOptions {
   readonly ca?: string;
   /** bullmq-otel, when tracing is on: each job's span joins the delivery's trace. @defaultValue none */
   readonly telemetry?: Telemetry | undefined;
+  /**
+   * Another registry the worker's own counters (the archive's) are shown on: with ROLE=all, the
+   * receiver's, so PORT's /metrics has them too. @defaultValue none
+   */
+  readonly alsoRegisterOn?: Registry | undefined;
 }
 
 export interface RunningWorkers {
@@ -93,21 +99,33 @@ export async function startWorkers(
     isPaused: () => worker.isPaused(),
   });
   const registry = createRegistry(jobCounts);
+  const archiver = startArchiving(config, context.store, logger, [
+    registry,
+    ...(options.alsoRegisterOn === undefined ? [] : [options.alsoRegisterOn]),
+  ]);
 
   const worker = new Worker<DeliveryJobData>(
     DELIVERY_QUEUE,
     (job) =>
-      liveness.track(() =>
-        dispatch(
-          {
-            delivery: job.data.event,
-            jobId: job.id ?? '',
-            receivedAt: job.data.receivedAt,
-            attempt: job.attemptsMade + 1,
-          },
-          context,
-        ),
-      ),
+      liveness.track(async () => {
+        // Archived while it is handled, not before: the archive never delays a delivery. The job
+        // ends only once its archive write has ended (done, or failed and counted).
+        const archived = archiver?.record(job.data, job.id ?? '');
+        try {
+          return await dispatch(
+            {
+              delivery: job.data.event,
+              jobId: job.id ?? '',
+              receivedAt: job.data.receivedAt,
+              attempt: job.attemptsMade + 1,
+              replay: job.data.replay !== undefined,
+            },
+            context,
+          );
+        } finally {
+          await archived;
+        }
+      }),
     {
       // Shared with the records; BullMQ duplicates it for its blocking reads.
       connection: redis,
@@ -148,6 +166,7 @@ export async function startWorkers(
       // With Redis away no active job can finish (completing one is a Redis write), and a
       // graceful close would wait for the shutdown deadline: leave them to the stalled-job check.
       const redisDown = redis.status !== 'ready';
+      archiver?.stop();
       await worker.close(redisDown);
       await queue.close();
       await context.dispatcher.close();

@@ -71,6 +71,7 @@ export async function createWorkerContext(
         jobId: delivery.jobId,
         event: delivery.event,
         id: delivery.id,
+        ...(delivery.replay ? { replay: true } : {}),
       });
       return {
         logger: jobLogger,

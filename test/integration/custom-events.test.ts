@@ -119,6 +119,7 @@ it('the context holds what hooks need and no setting, so no secret', async () =>
     id,
     receivedAt: expect.any(String),
     attempt: 1,
+    replay: false,
   });
   const everything = JSON.stringify(context, (_key, value: unknown) =>
     typeof value === 'function' ? String(value) : value,

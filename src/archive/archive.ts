@@ -1,0 +1,237 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { ArchiveArea } from '../storage/audio-store.js';
+import { fileStem } from '../storage/file-name.js';
+import type { Delivery } from '../webhooks/define-event.js';
+
+/**
+ * The archive of accepted deliveries, for `replay`: one small JSON file per delivery in the
+ * audio store's ARCHIVE area (`.archive/` under AUDIO_DIR or S3_PREFIX), laid out by the hour it
+ * was received, so a time range is found by listing a few folders and an id by file names alone:
+ *
+ *     .archive/2026-11-24/09/20261124T091502123Z_<job id>_<file stem>.json
+ *
+ * The path is made of the receipt time, the job id and the item's file stem (storage/file-name.ts),
+ * never of a delivery's text. The same delivery archived twice (a job re-run) has the same path.
+ */
+
+/** What one archive file holds. */
+export interface ArchivedDelivery {
+  readonly event: string;
+  /** The delivery's `data.id`. */
+  readonly id: string;
+  /** When the receiver accepted it, ISO 8601. */
+  readonly received_at: string;
+  /** The job that first handled it. */
+  readonly job_id: string;
+  /** The delivery as accepted: `event` and `data`. */
+  readonly delivery: Delivery;
+}
+
+const entrySchema = z.object({
+  event: z.string(),
+  id: z.string(),
+  received_at: z.iso.datetime(),
+  job_id: z.string(),
+  delivery: z.looseObject({
+    event: z.string(),
+    data: z.looseObject({ id: z.string() }),
+  }),
+});
+
+const HOUR_MS = 3600 * 1000;
+const DAY_FOLDER = /^(\d{4}-\d{2}-\d{2})\/$/;
+const HOUR_FOLDER = /^(\d{2})\/$/;
+/** `<time>_<job id>_<stem>.json`: neither the time nor a job id holds `_`; a stem may. */
+const ENTRY = /^(\d{8}T\d{9}Z)_([A-Za-z0-9-]{1,64})_(.+)\.json$/;
+const PLAIN_JOB_ID = /^[A-Za-z0-9-]{1,64}$/;
+/** Archive files read at once while a query runs: bounded, in order. */
+const READS_IN_FLIGHT = 32;
+
+/** Which archived deliveries a query wants. Every field narrows; none: all of them. */
+export interface ArchiveQuery {
+  /** Received at or after. */
+  readonly since?: Date;
+  /** Received at or before. */
+  readonly until?: Date;
+  /** Only these `data.id`s. */
+  readonly ids?: readonly string[];
+  /** Only this event. */
+  readonly event?: string;
+}
+
+/** A file the archive holds that is not a readable entry: reported, never replayed. */
+export interface UnreadableEntry {
+  readonly path: string;
+  readonly reason: string;
+}
+
+export interface Archive {
+  /** Archives one accepted delivery (the worker calls this; replays are not archived again). */
+  record(entry: {
+    readonly delivery: Delivery;
+    readonly jobId: string;
+    readonly receivedAt: string;
+  }): Promise<void>;
+  /** How many files a query's time range and ids select, by their names only (no reads). */
+  count(query: ArchiveQuery): Promise<number>;
+  /** The entries a query selects, oldest first; reads a bounded number of files at a time. */
+  find(
+    query: ArchiveQuery,
+    onUnreadable?: (entry: UnreadableEntry) => void,
+  ): AsyncGenerator<ArchivedDelivery>;
+  /**
+   * Removes the hours wholly older than `retentionHours` before `now`: an entry lives its
+   * retention and at most one hour more. Returns the folders removed.
+   */
+  sweep(retentionHours: number, now?: Date): Promise<string[]>;
+}
+
+/** `2026-11-24T09:15:02.123Z` → `20261124T091502123Z`. */
+function compactTime(date: Date): string {
+  return date.toISOString().replace(/[-:.]/g, '');
+}
+
+function fromCompactTime(compact: string): number {
+  const [, y, mo, d, h, mi, s, ms] =
+    /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(\d{3})Z$/.exec(compact) ?? [];
+  return Date.parse(`${y}-${mo}-${d}T${h}:${mi}:${s}.${ms}Z`);
+}
+
+/** A job id as a path segment: ours are UUIDs; anything else (a queue is an open door) hashed. */
+function jobSegment(jobId: string): string {
+  return PLAIN_JOB_ID.test(jobId)
+    ? jobId
+    : createHash('sha256').update(jobId, 'utf8').digest('hex').slice(0, 32);
+}
+
+/** The path of a delivery's archive file. */
+export function archivePath(receivedAt: string, jobId: string, id: string): string {
+  const date = new Date(receivedAt);
+  if (Number.isNaN(date.getTime())) throw new Error(`not a time: ${JSON.stringify(receivedAt)}`);
+  const iso = date.toISOString();
+  return `${iso.slice(0, 10)}/${iso.slice(11, 13)}/${compactTime(date)}_${jobSegment(jobId)}_${fileStem(id)}.json`;
+}
+
+interface Candidate {
+  readonly path: string;
+  readonly time: number;
+}
+
+export function createArchive(area: ArchiveArea): Archive {
+  /** The hour folders that may hold entries in [since, until], oldest first. */
+  async function* hours(since: number, until: number): AsyncGenerator<string> {
+    const days = (await area.list('')).flatMap((name) => DAY_FOLDER.exec(name)?.[1] ?? []).sort();
+    for (const day of days) {
+      const dayStart = Date.parse(`${day}T00:00:00Z`);
+      if (dayStart + 24 * HOUR_MS <= since || dayStart > until) continue;
+      const inDay = (await area.list(`${day}/`))
+        .flatMap((name) => HOUR_FOLDER.exec(name)?.[1] ?? [])
+        .sort();
+      for (const hour of inDay) {
+        const hourStart = dayStart + Number(hour) * HOUR_MS;
+        if (hourStart + HOUR_MS <= since || hourStart > until) continue;
+        yield `${day}/${hour}/`;
+      }
+    }
+  }
+
+  /** The files a query selects by name (time range, ids), folder by folder, oldest first. */
+  async function* candidates(query: ArchiveQuery): AsyncGenerator<Candidate[]> {
+    const since = query.since?.getTime() ?? -Infinity;
+    const until = query.until?.getTime() ?? Infinity;
+    const stems = query.ids === undefined ? undefined : new Set(query.ids.map(fileStem));
+    for await (const folder of hours(since, until)) {
+      const selected: Candidate[] = [];
+      for (const name of (await area.list(folder)).sort()) {
+        const match = ENTRY.exec(name);
+        if (match === null) continue;
+        const [, time = '', , stem = ''] = match;
+        const at = fromCompactTime(time);
+        if (at < since || at > until) continue;
+        if (stems !== undefined && !stems.has(stem)) continue;
+        selected.push({ path: `${folder}${name}`, time: at });
+      }
+      if (selected.length > 0) yield selected;
+    }
+  }
+
+  async function read(
+    candidate: Candidate,
+  ): Promise<ArchivedDelivery | { unreadable: UnreadableEntry }> {
+    const bytes = await area.get(candidate.path);
+    // Swept meanwhile (another process's retention sweep): not an entry any more.
+    if (bytes === undefined) return { unreadable: { path: candidate.path, reason: 'gone' } };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(Buffer.from(bytes).toString('utf8'));
+    } catch (error: unknown) {
+      return { unreadable: { path: candidate.path, reason: String(error) } };
+    }
+    const entry = entrySchema.safeParse(parsed);
+    if (!entry.success)
+      return { unreadable: { path: candidate.path, reason: entry.error.issues[0]?.message ?? '' } };
+    return entry.data;
+  }
+
+  return {
+    async record({ delivery, jobId, receivedAt }) {
+      const entry: ArchivedDelivery = {
+        event: delivery.event,
+        id: delivery.data.id,
+        received_at: receivedAt,
+        job_id: jobId,
+        delivery,
+      };
+      await area.put(
+        archivePath(receivedAt, jobId, delivery.data.id),
+        Buffer.from(JSON.stringify(entry), 'utf8'),
+      );
+    },
+
+    async count(query) {
+      let total = 0;
+      for await (const selected of candidates(query)) total += selected.length;
+      return total;
+    },
+
+    async *find(query, onUnreadable) {
+      const ids = query.ids === undefined ? undefined : new Set(query.ids);
+      for await (const selected of candidates(query)) {
+        for (let start = 0; start < selected.length; start += READS_IN_FLIGHT) {
+          const entries = await Promise.all(
+            selected.slice(start, start + READS_IN_FLIGHT).map(read),
+          );
+          for (const entry of entries) {
+            if ('unreadable' in entry) {
+              onUnreadable?.(entry.unreadable);
+              continue;
+            }
+            // Selected by the id's file stem; the id itself decides.
+            if (ids !== undefined && !ids.has(entry.id)) continue;
+            if (query.event !== undefined && entry.event !== query.event) continue;
+            yield entry;
+          }
+        }
+      }
+    },
+
+    async sweep(retentionHours, now = new Date()) {
+      const cutoff = now.getTime() - retentionHours * HOUR_MS;
+      const removed: string[] = [];
+      for await (const folder of hours(-Infinity, cutoff)) {
+        const [day = '', hour = ''] = folder.split('/');
+        if (Date.parse(`${day}T${hour}:00:00Z`) + HOUR_MS > cutoff) continue;
+        await area.remove(folder);
+        removed.push(folder);
+      }
+      // A day folder left empty goes too (another sweeper may be removing it as well).
+      for (const name of await area.list('')) {
+        const day = DAY_FOLDER.exec(name)?.[1];
+        if (day === undefined || Date.parse(`${day}T00:00:00Z`) + 24 * HOUR_MS > cutoff) continue;
+        if ((await area.list(name)).length === 0) await area.remove(name);
+      }
+      return removed;
+    },
+  };
+}

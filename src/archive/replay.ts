@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto';
+import type { DeliveryQueue } from '../queue/delivery-queue.js';
+import { withDeadline } from '../redis/deadline.js';
+import type { ArchivedDelivery } from './archive.js';
+
+/** Jobs put on the queue in one round trip. */
+export const REPLAY_BATCH = 500;
+/**
+ * While this many jobs wait to be taken, a replay waits before its next batch: a large replay
+ * neither fills the queue's Redis (noeviction: a full one refuses deliveries) nor buries new
+ * deliveries, which are taken first anyway (see REPLAY_PRIORITY).
+ */
+export const REPLAY_MAX_BACKLOG = 10_000;
+/**
+ * BullMQ takes jobs without a priority before prioritized ones: the provider's new deliveries
+ * go before a replay's, however large the replay. Any value works; all replays share it.
+ */
+const REPLAY_PRIORITY = 100;
+/** A backlog that has not gone down in this long: the workers are not running. */
+const STALLED_BACKLOG_MS = 120_000;
+const BACKLOG_POLL_MS = 1_000;
+/** Each Redis call of a replay answers within this, or the replay stops with one line. */
+const REDIS_DEADLINE_MS = 10_000;
+
+export interface ReplayProgress {
+  /** Archive entries looked at so far. */
+  readonly seen: number;
+  /** Put on the queue again. */
+  readonly queued: number;
+  /** Already on the queue from a replay still running: not queued twice. */
+  readonly alreadyQueued: number;
+  /** The backlog a batch is waiting on, when it is waiting. */
+  readonly waitingOnBacklog?: number;
+}
+
+export interface ReplayOptions {
+  /** @defaultValue REPLAY_BATCH */
+  readonly batchSize?: number;
+  /** @defaultValue REPLAY_MAX_BACKLOG */
+  readonly maxBacklog?: number;
+  /** Called after every batch, and while waiting on the backlog. @defaultValue none */
+  readonly onProgress?: (progress: ReplayProgress) => void;
+  /** @defaultValue the current time */
+  readonly now?: () => Date;
+}
+
+/** A replay stopped before its end (the workers are not taking jobs); says where to resume. */
+export class ReplayStalledError extends Error {
+  override name = 'ReplayStalledError';
+}
+
+/** The dedupe id of a replay of the delivery first handled by `jobId`. */
+function replayDedupeId(jobId: string): string {
+  // The provider's are `<event>:<data.id>` (queue/enqueue-delivery.ts): an event name is never
+  // empty, so this can never be one of them.
+  return `:replay:${jobId}`;
+}
+
+/**
+ * Puts archived deliveries on the queue again, in batches, as new jobs: a fresh job id, the
+ * original receipt time, `replay` set (the hooks see `context.delivery.replay`), and no mark of
+ * the provider's deduplication, which a replay never reads nor writes. A delivery whose replay
+ * is still waiting or running (another `replay` of the same range) is not queued twice: BullMQ's
+ * deduplication in simple mode keeps its id until that job completes or fails.
+ */
+export async function replayDeliveries(
+  queue: DeliveryQueue,
+  entries: AsyncIterable<ArchivedDelivery> | Iterable<ArchivedDelivery>,
+  options: ReplayOptions = {},
+): Promise<ReplayProgress> {
+  const batchSize = options.batchSize ?? REPLAY_BATCH;
+  const maxBacklog = options.maxBacklog ?? REPLAY_MAX_BACKLOG;
+  const now = options.now ?? (() => new Date());
+  const at = now().toISOString();
+  let progress: ReplayProgress = { seen: 0, queued: 0, alreadyQueued: 0 };
+  const report = (next: ReplayProgress) => {
+    progress = next;
+    options.onProgress?.(progress);
+  };
+  const backlog = async () => {
+    const counts = await withDeadline(
+      queue.getJobCounts('wait', 'prioritized'),
+      REDIS_DEADLINE_MS,
+      'Redis',
+    );
+    return (counts.wait ?? 0) + (counts.prioritized ?? 0);
+  };
+
+  /** Waits while the backlog is at the bound; stops the replay if it does not go down. */
+  async function roomFor(first: ArchivedDelivery): Promise<void> {
+    let waiting = await backlog();
+    let lowest = waiting;
+    let movedAt = Date.now();
+    while (waiting >= maxBacklog) {
+      report({ ...progress, waitingOnBacklog: waiting });
+      if (Date.now() - movedAt > STALLED_BACKLOG_MS) {
+        throw new ReplayStalledError(
+          `${waiting} jobs have waited ${STALLED_BACKLOG_MS / 1000} s without going down (are the workers running?); ` +
+            `${progress.queued} replayed so far. Resume with --since ${first.received_at}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, BACKLOG_POLL_MS));
+      waiting = await backlog();
+      if (waiting < lowest) {
+        lowest = waiting;
+        movedAt = Date.now();
+      }
+    }
+  }
+
+  async function add(batch: readonly ArchivedDelivery[]): Promise<void> {
+    const first = batch[0];
+    if (first === undefined) return;
+    await roomFor(first);
+    const jobs = batch.map((entry) => ({
+      name: entry.event,
+      data: {
+        event: entry.delivery,
+        receivedAt: entry.received_at,
+        replay: { of: entry.job_id, at },
+      },
+      opts: {
+        jobId: randomUUID(),
+        priority: REPLAY_PRIORITY,
+        deduplication: { id: replayDedupeId(entry.job_id) },
+      },
+    }));
+    const added = await withDeadline(queue.addBulk(jobs), REDIS_DEADLINE_MS, 'Redis');
+    const queued = added.filter((job, index) => job.id === jobs[index]?.opts.jobId).length;
+    report({
+      seen: progress.seen + batch.length,
+      queued: progress.queued + queued,
+      alreadyQueued: progress.alreadyQueued + batch.length - queued,
+    });
+  }
+
+  let batch: ArchivedDelivery[] = [];
+  for await (const entry of entries) {
+    batch.push(entry);
+    if (batch.length >= batchSize) {
+      await add(batch);
+      batch = [];
+    }
+  }
+  await add(batch);
+  return { seen: progress.seen, queued: progress.queued, alreadyQueued: progress.alreadyQueued };
+}

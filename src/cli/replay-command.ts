@@ -1,0 +1,207 @@
+import { join } from 'node:path';
+import { pino } from 'pino';
+import type { Config } from '../config/config.js';
+import {
+  createArchive,
+  type ArchivedDelivery,
+  type ArchiveQuery,
+  type UnreadableEntry,
+} from '../archive/archive.js';
+import { replayDeliveries } from '../archive/replay.js';
+import { loadCustom } from '../load-custom.js';
+import { createLogger } from '../logger.js';
+import { createDeliveryQueue } from '../queue/delivery-queue.js';
+import type { RedisConnection } from '../redis/connections.js';
+import { ARCHIVE_FOLDER, type ArchiveArea } from '../storage/audio-store.js';
+import { createLocalArchiveArea } from '../storage/local-archive-area.js';
+import { createS3AudioStore } from '../storage/s3-audio-store.js';
+import { OperationalError, UsageError } from './cli-errors.js';
+import type { Output } from './print.js';
+import { startProgress } from './progress.js';
+
+export const REPLAY_FLAGS = ['id', 'since', 'until', 'event', 'dry-run', 'json'] as const;
+
+export interface ReplayArgs {
+  readonly ids: readonly string[];
+  readonly since: string | undefined;
+  readonly until: string | undefined;
+  readonly event: string | undefined;
+  readonly dryRun: boolean;
+  readonly json: boolean;
+}
+
+const UNIT_MS: Readonly<Record<string, number>> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
+const ISO = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/**
+ * `--since` / `--until`: an ISO 8601 time (a date alone is its midnight; a time without a zone
+ * is UTC, as every time the service writes is) or a duration back from now: `90m`, `2h`, `3d`.
+ */
+export function parseWhen(flag: string, text: string, now: Date): Date {
+  const ago = /^(\d{1,6})([mhd])$/.exec(text);
+  if (ago !== null) return new Date(now.getTime() - Number(ago[1]) * (UNIT_MS[ago[2] ?? ''] ?? 0));
+  const iso = ISO.exec(text);
+  const when =
+    iso === null
+      ? Number.NaN
+      : Date.parse(text.length === 10 || iso[1] !== undefined ? text : `${text}Z`);
+  if (Number.isNaN(when)) {
+    throw new UsageError(
+      `--${flag} ${JSON.stringify(text)} is not a time: give an ISO 8601 time (2026-11-24T09:00:00Z) or a duration back from now (90m, 2h, 3d)`,
+    );
+  }
+  return new Date(when);
+}
+
+/** The query the flags ask for; a usage error for a combination that asks nothing or nonsense. */
+export function replayQuery(args: ReplayArgs, now: Date): ArchiveQuery {
+  if (args.ids.length === 0 && args.since === undefined)
+    throw new UsageError('replay takes --id ID (repeatable) or --since WHEN');
+  if (args.json && !args.dryRun) throw new UsageError('--json goes with --dry-run');
+  if (args.ids.some((id) => id === '')) throw new UsageError('--id must not be empty');
+  if (args.event === '') throw new UsageError('--event must not be empty');
+  const since = args.since === undefined ? undefined : parseWhen('since', args.since, now);
+  const until = args.until === undefined ? undefined : parseWhen('until', args.until, now);
+  if (since !== undefined && until !== undefined && since > until)
+    throw new UsageError(
+      `--since (${since.toISOString()}) is after --until (${until.toISOString()})`,
+    );
+  return {
+    ...(args.ids.length === 0 ? {} : { ids: [...new Set(args.ids)] }),
+    ...(since === undefined ? {} : { since }),
+    ...(until === undefined ? {} : { until }),
+    ...(args.event === undefined ? {} : { event: args.event }),
+  };
+}
+
+/**
+ * The archive in the store the service writes to: src/custom/store.ts's when there is one,
+ * else AUDIO_STORE's. Only read here: the local store's folder is not created or probed.
+ */
+async function openArchiveArea(config: Config): Promise<ArchiveArea> {
+  const custom = loadCustom().createStore;
+  if (custom !== undefined) {
+    const store = await custom(config, createLogger('warn', pino.destination(2)));
+    if (store.archive === undefined)
+      throw new OperationalError(
+        'the store of src/custom/store.ts keeps no archive (no `archive`)',
+      );
+    return store.archive;
+  }
+  if (config.audioStore === 'local')
+    return createLocalArchiveArea(join(config.audioDir, ARCHIVE_FOLDER));
+  const store = createS3AudioStore(config);
+  await store.checkBucket();
+  return store.archive;
+}
+
+function row(entry: ArchivedDelivery) {
+  return { event: entry.event, id: entry.id, received_at: entry.received_at };
+}
+
+/**
+ * `replay`: finds the archived deliveries the flags select and puts them on the queue again
+ * (archive/replay.ts), or with --dry-run lists them. Ids are checked first: an id with nothing
+ * archived stops the command before anything is queued.
+ */
+export async function runReplay(
+  args: ReplayArgs,
+  config: Config,
+  withRedis: <T>(work: (redis: RedisConnection) => Promise<T>) => Promise<T>,
+  output: Output,
+  errors: Output & { readonly isTTY?: boolean },
+  now = new Date(),
+): Promise<number> {
+  const query = replayQuery(args, now);
+  const unreadable: UnreadableEntry[] = [];
+  const noteUnreadable = (entry: UnreadableEntry) => {
+    if (entry.reason !== 'gone') unreadable.push(entry);
+  };
+  const reportUnreadable = () => {
+    const [first] = unreadable;
+    if (first !== undefined)
+      errors.out(
+        `audio-webhooks: ${unreadable.length} archive file(s) could not be read and were left out (first: ${first.path}: ${first.reason})\n`,
+      );
+  };
+  /** The deliveries the query selects, and how many (for the progress bar). */
+  async function select(): Promise<{
+    selected: AsyncIterable<ArchivedDelivery> | Iterable<ArchivedDelivery>;
+    total: number;
+  }> {
+    const archive = createArchive(await openArchiveArea(config));
+    if (query.ids === undefined) {
+      const total = args.dryRun ? 0 : await archive.count(query);
+      return { selected: archive.find(query, noteUnreadable), total };
+    }
+    // Few entries per id: held, so a missing id stops the command before anything changes.
+    const found: ArchivedDelivery[] = [];
+    for await (const entry of archive.find(query, noteUnreadable)) found.push(entry);
+    const missing = query.ids.filter((id) => !found.some((entry) => entry.id === id));
+    if (missing.length > 0) {
+      const off =
+        config.archiveRetentionHours === 0
+          ? ' (ARCHIVE_RETENTION_HOURS=0: the archive is off)'
+          : ` (the archive keeps ${config.archiveRetentionHours} h)`;
+      throw new OperationalError(
+        `nothing archived for id ${missing.map((id) => JSON.stringify(id)).join(', ')}${query.event === undefined ? '' : ` and event ${query.event}`}${off}`,
+      );
+    }
+    return { selected: found, total: found.length };
+  }
+
+  if (args.dryRun) {
+    const { selected } = await select();
+    // Streamed, so a dry run of a week lists it without holding it.
+    let count = 0;
+    if (args.json) output.out('[');
+    else output.out(`${'received_at'.padEnd(24)}  ${'event'.padEnd(16)}  id\n`);
+    for await (const entry of selected) {
+      if (args.json) output.out(`${count === 0 ? '' : ','}${JSON.stringify(row(entry))}`);
+      else output.out(`${entry.received_at.padEnd(24)}  ${entry.event.padEnd(16)}  ${entry.id}\n`);
+      count++;
+    }
+    if (args.json) output.out(']\n');
+    else if (count === 0) output.out('(none)\n');
+    reportUnreadable();
+    return 0;
+  }
+
+  // Redis before the store: an unreachable one is said before the archive is read.
+  return withRedis(async (redis) => {
+    const { selected, total } = await select();
+    const queue = createDeliveryQueue({ connection: redis, prefix: config.queuePrefix });
+    const progress = startProgress(
+      errors,
+      'replay {bar} {value}/{total} | queued {queued} | already queued {already}',
+      total,
+      { queued: '0', already: '0' },
+    );
+    try {
+      const done = await replayDeliveries(queue, selected, {
+        onProgress(step) {
+          const waiting =
+            step.waitingOnBacklog === undefined
+              ? ''
+              : `, waiting: ${step.waitingOnBacklog} jobs not yet taken`;
+          progress.update(
+            step.seen,
+            { queued: String(step.queued), already: String(step.alreadyQueued) },
+            `replay: ${step.seen}/${total} looked at, ${step.queued} queued, ${step.alreadyQueued} already queued${waiting}`,
+          );
+        },
+      });
+      progress.stop();
+      const already =
+        done.alreadyQueued === 0
+          ? ''
+          : ` (${done.alreadyQueued} more were already queued by a replay still running)`;
+      output.out(`${done.queued} delivery(ies) put on the queue again${already}\n`);
+      reportUnreadable();
+      return 0;
+    } finally {
+      progress.stop();
+      await queue.close();
+    }
+  });
+}
