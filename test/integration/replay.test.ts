@@ -1,0 +1,433 @@
+import { createHash, randomUUID } from 'node:crypto';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { request } from 'undici';
+import { createArchive } from '../../src/archive/archive';
+import { createLocalArchiveArea } from '../../src/storage/local-archive-area';
+import { freePort } from '../helpers/private-redis';
+import { hookCalls, recordingHooksBuild, runCliProcess } from '../helpers/replay-app';
+import { eventually, startSandboxProcess, type SandboxProcess } from '../helpers/sandbox-process';
+import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
+import { signed } from '../helpers/test-receiver';
+
+// Replay with real processes: the service (ROLE=all, with a fork's recording hooks), the
+// operator CLI as its own process, real Redis, and the sandbox as the provider.
+const SECRET = 'whsec_replay_test';
+const REDIS_URL = process.env.REDIS_URL ?? '';
+let sbx: SandboxProcess;
+let port: number;
+let build: { main: string; dir: string };
+let redis: Redis;
+const services: ServiceProcess[] = [];
+const dirs: string[] = [];
+
+beforeAll(async () => {
+  build = recordingHooksBuild();
+  dirs.push(build.dir);
+  port = await freePort();
+  sbx = await startSandboxProcess({
+    flags: { 'time-scale': '0.001', 'webhook-url': `http://127.0.0.1:${port}/webhooks` },
+    env: { WEBHOOK_SECRETS: SECRET },
+  });
+  redis = new Redis(REDIS_URL);
+});
+afterEach(async () => {
+  for (const service of services.splice(0)) {
+    if (service.child.exitCode === null) service.child.kill('SIGTERM');
+    await service.exited;
+  }
+});
+afterAll(async () => {
+  await sbx.stop();
+  redis.disconnect();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+interface App {
+  readonly service: ServiceProcess;
+  readonly audioDir: string;
+  readonly hookLog: string;
+  /** What the CLI needs to reach the same queue and store. */
+  readonly cliEnv: Record<string, string>;
+}
+
+function newApp(settings: Record<string, string> = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'aw-replay-'));
+  dirs.push(dir);
+  const audioDir = join(dir, 'audio');
+  const hookLog = join(dir, 'hooks.ndjson');
+  const cliEnv = {
+    WEBHOOK_SECRETS: SECRET,
+    REDIS_URL,
+    QUEUE_PREFIX: `test-${randomUUID()}`,
+    AUDIO_DIR: audioDir,
+    ...settings,
+  };
+  return { audioDir, hookLog, cliEnv };
+}
+
+/** Starts the service of `app` (ROLE=all unless given) on the port the sandbox delivers to. */
+async function start(
+  app: ReturnType<typeof newApp>,
+  env: Record<string, string> = {},
+): Promise<App> {
+  const service = spawnService(
+    {
+      ...app.cliEnv,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ROLE: 'all',
+      CDN_URL: sbx.info.cdn,
+      DOWNLOAD_CA_FILE: sbx.info.ca,
+      DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+      HOOK_LOG: app.hookLog,
+      ...env,
+    },
+    { main: build.main },
+  );
+  services.push(service);
+  await service.waitForLog('audio-webhooks started');
+  return { ...app, service };
+}
+
+/** Every file under `dir`, relative to it, sorted. */
+function tree(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((path) => statSync(join(dir, path)).isFile())
+    .sort();
+}
+
+const archiveFiles = (app: { audioDir: string }) =>
+  tree(join(app.audioDir, '.archive')).filter((path) => path.endsWith('.json'));
+
+const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+
+async function ttsBatch(ids: readonly string[]): Promise<void> {
+  const items = ids.map((id) => ({ id, text: `text of ${id}`, voice: 'alloy' }));
+  const answer = await sbx.call('POST', '/v1/tts/batch', { items }, sbx.info.key.token);
+  expect(answer.status).toBe(202);
+}
+
+/** Waits until the hooks were called `count` times in all (each call is one handled delivery). */
+function hooksCalled(app: App, count: number) {
+  return eventually(async () => {
+    const calls = hookCalls(app.hookLog);
+    return Promise.resolve(calls.length >= count ? calls : undefined);
+  });
+}
+
+it('replay --id brings back a deleted item, byte-identical, and the hooks run again knowing it is a replay', async () => {
+  const app = await start(newApp());
+  const ids = ['one', 'two', 'three'].map((name) => `${name}-${randomUUID().slice(0, 8)}`);
+  await ttsBatch(ids);
+  await hooksCalled(app, 3);
+  await eventually(() => Promise.resolve(archiveFiles(app).length === 3 ? true : undefined));
+  const [, target = ''] = ids;
+  const audioPath = join(app.audioDir, `${target}.wav`);
+  const metadataPath = join(app.audioDir, `${target}.json`);
+  const before = {
+    sha: sha256(audioPath),
+    metadata: JSON.parse(readFileSync(metadataPath, 'utf8')) as Record<string, unknown>,
+  };
+  unlinkSync(audioPath);
+  unlinkSync(metadataPath);
+
+  const replay = await runCliProcess(['replay', '--id', target], app.cliEnv);
+  expect(replay).toMatchObject({ code: 0, stdout: '1 delivery(ies) put on the queue again\n' });
+
+  const calls = await hooksCalled(app, 4);
+  expect(sha256(audioPath)).toBe(before.sha);
+  const after = JSON.parse(readFileSync(metadataPath, 'utf8')) as Record<string, unknown>;
+  // The same item and bytes, received when it was; downloaded again by another job.
+  for (const field of [
+    'id',
+    'event',
+    'file',
+    'bytes',
+    'sha256',
+    'audio_url',
+    'received_at',
+    'kind',
+    'voice',
+  ])
+    expect(after[field]).toEqual(before.metadata[field]);
+  expect(after.job_id).not.toBe(before.metadata.job_id);
+
+  const forTarget = calls.filter((call) => call.id === target);
+  expect(forTarget.map((call) => call.replay)).toEqual([false, true]);
+  expect(forTarget[1]?.receivedAt).toBe(forTarget[0]?.receivedAt);
+  expect(forTarget[1]?.jobId).not.toBe(forTarget[0]?.jobId);
+  expect(calls.filter((call) => call.id !== target).every((call) => !call.replay)).toBe(true);
+  // A replay is not archived again.
+  expect(archiveFiles(app)).toHaveLength(3);
+});
+
+it('--since 10m --event audio.ready --dry-run --json lists exactly the archived items and changes nothing', async () => {
+  const app = await start(newApp());
+  const ids = [`dry-a-${randomUUID().slice(0, 8)}`, `dry-b-${randomUUID().slice(0, 8)}`];
+  await ttsBatch(ids);
+  const revoked = await sbx.call('POST', '/sandbox/events', {
+    event: 'key.revoked',
+    data: { id: `key_${randomUUID().slice(0, 8)}` },
+  });
+  expect(revoked.status).toBe(202);
+  await hooksCalled(app, 3);
+  await eventually(() => Promise.resolve(archiveFiles(app).length === 3 ? true : undefined));
+  const archived = archiveFiles(app).map(
+    (path) =>
+      JSON.parse(readFileSync(join(app.audioDir, '.archive', path), 'utf8')) as Record<
+        string,
+        unknown
+      >,
+  );
+  const keys = async () => (await redis.keys(`${app.cliEnv.QUEUE_PREFIX}:*`)).sort().join('\n');
+  const before = { files: tree(app.audioDir), keys: await keys() };
+
+  const listed = await runCliProcess(
+    ['replay', '--since', '10m', '--event', 'audio.ready', '--dry-run', '--json'],
+    app.cliEnv,
+  );
+  expect(listed.code).toBe(0);
+  expect(listed.stderr).toBe('');
+  const rows = JSON.parse(listed.stdout) as Record<string, unknown>[];
+  const expected = archived
+    .filter((entry) => entry.event === 'audio.ready')
+    .map((entry) => ({ event: entry.event, id: entry.id, received_at: entry.received_at }))
+    .sort((a, b) => String(a.received_at).localeCompare(String(b.received_at)));
+  expect(rows).toEqual(expected);
+  expect(rows.map((row) => row.id).sort()).toEqual([...ids].sort());
+
+  // Nothing queued, nothing written, no hook run.
+  expect({ files: tree(app.audioDir), keys: await keys() }).toEqual(before);
+  expect(hookCalls(app.hookLog)).toHaveLength(3);
+});
+
+it('a re-delivery from the provider after a replay is still answered 200 duplicate; a second replay later runs again', async () => {
+  const app = await start(newApp());
+  const id = `dup-${randomUUID().slice(0, 8)}`;
+  await ttsBatch([id]);
+  await hooksCalled(app, 1);
+  await eventually(() => Promise.resolve(archiveFiles(app).length === 1 ? true : undefined));
+  const delivery = JSON.parse(
+    readFileSync(join(app.audioDir, '.archive', archiveFiles(app)[0] ?? ''), 'utf8'),
+  ) as { delivery: unknown };
+
+  expect((await runCliProcess(['replay', '--id', id], app.cliEnv)).code).toBe(0);
+  await hooksCalled(app, 2);
+
+  const { raw, headers } = signed(delivery.delivery, { secret: SECRET });
+  const answer = await request(`http://127.0.0.1:${port}/webhooks`, {
+    method: 'POST',
+    headers,
+    body: raw,
+  });
+  expect(answer.statusCode).toBe(200);
+  expect(await answer.body.json()).toEqual({ received: true, duplicate: true });
+
+  // Once the first replay is done, replaying again is a new replay, not a duplicate.
+  const again = await runCliProcess(['replay', '--id', id], app.cliEnv);
+  expect(again.stdout).toBe('1 delivery(ies) put on the queue again\n');
+  const calls = await hooksCalled(app, 3);
+  expect(calls.map((call) => call.replay)).toEqual([false, true, true]);
+});
+
+it('retention: the workers remove the hours older than ARCHIVE_RETENTION_HOURS and keep the rest', async () => {
+  const app = newApp({ ARCHIVE_RETENTION_HOURS: '2' });
+  const archive = createArchive(createLocalArchiveArea(join(app.audioDir, '.archive')));
+  const hoursAgo = (hours: number) => new Date(Date.now() - hours * 3600_000).toISOString();
+  const record = (id: string, receivedAt: string) =>
+    archive.record({
+      delivery: { event: 'audio.failed', data: { id } },
+      jobId: randomUUID(),
+      receivedAt,
+    });
+  await record('thirty-hours', hoursAgo(30));
+  await record('three-hours', hoursAgo(3));
+  await record('ten-minutes', hoursAgo(1 / 6));
+  const folderOf = (path: string) => path.split('/').slice(0, 2).join('/');
+  const [old, older, recent] = archiveFiles(app)
+    .sort((a, b) => a.split('/')[2]!.localeCompare(b.split('/')[2]!))
+    .map(folderOf);
+
+  const worker = await start(app, { ROLE: 'worker' });
+  const swept = await worker.service.waitForLog(
+    'archive: removed the hours past ARCHIVE_RETENTION_HOURS',
+  );
+  expect(swept.removed).toEqual([`${old}/`, `${older}/`]);
+  expect(archiveFiles(app).map(folderOf)).toEqual([recent]);
+  // The day folder the thirty-hour entry left empty is gone too (it is never today's).
+  expect(readdirSync(join(app.audioDir, '.archive'))).not.toContain(old?.split('/')[0]);
+});
+
+it('ARCHIVE_RETENTION_HOURS=0 archives nothing, and replay --id says so (exit 1)', async () => {
+  const app = await start(newApp({ ARCHIVE_RETENTION_HOURS: '0' }));
+  const id = `off-${randomUUID().slice(0, 8)}`;
+  await ttsBatch([id]);
+  await hooksCalled(app, 1);
+  await eventually(() =>
+    Promise.resolve(existsSync(join(app.audioDir, `${id}.json`)) ? true : undefined),
+  );
+  expect(existsSync(join(app.audioDir, '.archive'))).toBe(false);
+  const replay = await runCliProcess(['replay', '--id', id], app.cliEnv);
+  expect(replay.code).toBe(1);
+  expect(replay.stdout).toBe('');
+  expect(replay.stderr).toBe(
+    `audio-webhooks: nothing archived for id "${id}" (ARCHIVE_RETENTION_HOURS=0: the archive is off)\n`,
+  );
+});
+
+/** POSTs signed audio.failed deliveries straight to the service, a few at a time. */
+async function deliverFailures(ids: readonly string[]): Promise<void> {
+  let next = 0;
+  const sendNext = async (): Promise<void> => {
+    while (next < ids.length) {
+      const id = ids[next++] ?? '';
+      const { raw, headers } = signed(
+        { event: 'audio.failed', data: { id, error: 'synthetic' } },
+        { secret: SECRET },
+      );
+      const answer = await request(`http://127.0.0.1:${port}/webhooks`, {
+        method: 'POST',
+        headers,
+        body: raw,
+      });
+      await answer.body.dump();
+      expect(answer.statusCode).toBe(202);
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, sendNext));
+}
+
+it('5,000 archived deliveries replayed by time range: each handled once, in bounded memory', async () => {
+  const app = await start(newApp());
+  const ids = Array.from({ length: 5000 }, (_unused, i) => `bulk-${i}`);
+  await deliverFailures(ids);
+  await hooksCalled(app, 5000);
+  await eventually(() => Promise.resolve(archiveFiles(app).length === 5000 ? true : undefined), {
+    timeoutMs: 60_000,
+  });
+
+  const started = performance.now();
+  const replay = await runCliProcess(
+    ['replay', '--since', '10m', '--event', 'audio.failed'],
+    app.cliEnv,
+  );
+  const enqueueSeconds = (performance.now() - started) / 1000;
+  expect(replay.code).toBe(0);
+  expect(replay.stdout).toBe('5000 delivery(ies) put on the queue again\n');
+  // Not a terminal: plain progress lines, one per batch of 500.
+  const lines = replay.stderr.trim().split('\n');
+  expect(lines).toHaveLength(10);
+  expect(lines.at(-1)).toBe('replay: 5000/5000 looked at, 5000 queued, 0 already queued');
+
+  const calls = await eventually(
+    () => {
+      const replayed = hookCalls(app.hookLog).filter((call) => call.replay);
+      return Promise.resolve(replayed.length >= 5000 ? replayed : undefined);
+    },
+    { timeoutMs: 90_000 },
+  );
+  const handledSeconds = (performance.now() - started) / 1000;
+  const queue = `${app.cliEnv.QUEUE_PREFIX}:deliveries`;
+  await eventually(async () =>
+    (await redis.llen(`${queue}:active`)) + (await redis.zcard(`${queue}:prioritized`)) === 0
+      ? true
+      : undefined,
+  );
+  const replayed = hookCalls(app.hookLog).filter((call) => call.replay);
+  expect(replayed).toHaveLength(5000);
+  expect(new Set(replayed.map((call) => call.id))).toEqual(new Set(ids));
+  expect(calls.length).toBe(5000);
+  // The CLI holds a batch, the reads in flight and one hour's file names, never the whole range:
+  // against the same command finding nothing, its peak grows by tens of MB, not by the range.
+  const idle = await runCliProcess(
+    ['replay', '--since', '10m', '--event', 'none.such', '--dry-run'],
+    app.cliEnv,
+  );
+  const growthMb = (replay.maxRssBytes - idle.maxRssBytes) / 1048576;
+  expect(growthMb).toBeLessThan(64);
+  console.log(
+    `replay of 5,000: enqueued in ${enqueueSeconds.toFixed(1)} s, all handled after ${handledSeconds.toFixed(1)} s; CLI peak RSS ${(replay.maxRssBytes / 1048576).toFixed(1)} MB (${growthMb.toFixed(1)} MB over the same command finding nothing)`,
+  );
+}, 240_000);
+
+it('two replays of the same range at once queue each delivery once; the workers then handle each once', async () => {
+  const app = newApp();
+  const ids = Array.from({ length: 300 }, (_unused, i) => `twice-${i}`);
+  const first = await start(app);
+  await deliverFailures(ids);
+  await hooksCalled(first, 300);
+  await eventually(() => Promise.resolve(archiveFiles(app).length === 300 ? true : undefined));
+  first.service.child.kill('SIGTERM');
+  await first.service.exited;
+
+  // No worker runs: both replays' jobs wait, so the second finds every one of the first's.
+  const args = ['replay', '--since', '10m'];
+  const [a, b] = await Promise.all([
+    runCliProcess(args, app.cliEnv),
+    runCliProcess(args, app.cliEnv),
+  ]);
+  expect([a.code, b.code]).toEqual([0, 0]);
+  const counts = [a, b].map((run) => {
+    const [, queued = '0', already = '0'] =
+      /^(\d+) delivery\(ies\) put on the queue again(?: \((\d+) more were already queued)?/.exec(
+        run.stdout,
+      ) ?? [];
+    return { queued: Number(queued), already: Number(already) };
+  });
+  expect(counts[0]!.queued + counts[1]!.queued).toBe(300);
+  expect(counts[0]!.already + counts[1]!.already).toBe(300);
+  expect(await redis.zcard(`${app.cliEnv.QUEUE_PREFIX}:deliveries:prioritized`)).toBe(300);
+
+  const worker = await start(app, { ROLE: 'worker' });
+  await hooksCalled(worker, 600);
+  await eventually(async () =>
+    (await redis.zcard(`${app.cliEnv.QUEUE_PREFIX}:deliveries:prioritized`)) +
+      (await redis.llen(`${app.cliEnv.QUEUE_PREFIX}:deliveries:active`)) ===
+    0
+      ? true
+      : undefined,
+  );
+  const replayed = hookCalls(app.hookLog).filter((call) => call.replay);
+  expect(replayed).toHaveLength(300);
+  expect(new Set(replayed.map((call) => call.id)).size).toBe(300);
+}, 120_000);
+
+it('bad flags and times are one line, exit 2; an unreachable Redis is one line, exit 1', async () => {
+  const { cliEnv } = newApp();
+  for (const args of [
+    ['replay'],
+    ['replay', '--since', 'yesterday'],
+    ['replay', '--since', '2h', '--until', '3h'],
+    ['replay', '--id', 'x', '--json'],
+    ['replay', '--id', 'x', '--bogus'],
+    ['replay', 'x'],
+  ]) {
+    const run = await runCliProcess(args, cliEnv);
+    expect({ args, code: run.code, lines: run.stderr.trim().split('\n').length }).toEqual({
+      args,
+      code: 2,
+      lines: 1,
+    });
+    expect(run.stdout).toBe('');
+  }
+  const away = await runCliProcess(['replay', '--id', 'x'], {
+    ...cliEnv,
+    REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+  });
+  expect(away.code).toBe(1);
+  expect(away.stderr).toMatch(
+    /^audio-webhooks: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED.*\n$/,
+  );
+});
