@@ -1,12 +1,14 @@
 import { createHash, randomUUID } from 'node:crypto';
 import {
   existsSync,
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
   statSync,
   unlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -285,6 +287,27 @@ it('ARCHIVE_RETENTION_HOURS=0 archives nothing, and replay --id says so (exit 1)
   expect(replay.stderr).toBe(
     `audio-webhooks: nothing archived for id "${id}" (ARCHIVE_RETENTION_HOURS=0: the archive is off)\n`,
   );
+});
+
+it('an archive that cannot be written is logged and counted in /metrics; the deliveries are handled and no job fails', async () => {
+  const app = newApp();
+  // A file where the archive's folder should be: every archive write fails (ENOTDIR).
+  mkdirSync(app.audioDir, { recursive: true });
+  writeFileSync(join(app.audioDir, '.archive'), 'in the way');
+  const running = await start(app);
+  const ids = ['x', 'y', 'z'].map((name) => `${name}-${randomUUID().slice(0, 8)}`);
+  await deliverFailures(ids);
+  await hooksCalled(running, 3);
+  await running.service.until(
+    () =>
+      running.service.logs.filter((line) => String(line.msg).startsWith('archive write failed'))
+        .length === 3,
+  );
+  const metrics = await (await request(`http://127.0.0.1:${port}/metrics`)).body.text();
+  expect(metrics).toContain('webhook_archive_writes_total{result="failed"} 3');
+  expect(metrics).toContain('webhook_archive_writes_total{result="archived"} 0');
+  expect(metrics).toMatch(/webhook_queue_jobs\{state="failed"\} 0/);
+  expect(metrics).toMatch(/webhook_queue_jobs\{state="completed"\} 3/);
 });
 
 /** POSTs signed audio.failed deliveries straight to the service, a few at a time. */

@@ -1,12 +1,14 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   CreateBucketCommand,
+  DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
+  ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
@@ -18,6 +20,9 @@ import { spawnService } from '../helpers/spawn-service';
 import { startTestPipeline } from '../helpers/test-pipeline';
 import { createTestReceiver, signed } from '../helpers/test-receiver';
 import request from 'supertest';
+import { createArchive } from '../../src/archive/archive';
+import { createS3AudioStore } from '../../src/storage/s3-audio-store';
+import { hookCalls, recordingHooksBuild, runCliProcess } from '../helpers/replay-app';
 
 // AUDIO_STORE=s3 against a real S3 server: Ceph's RADOS Gateway on a one-node cluster.
 let gateway: CephGateway;
@@ -414,4 +419,168 @@ describe('start-up refusals: one line naming S3_BUCKET and S3_ENDPOINT, exit 1',
       ),
     );
   }, 30_000);
+});
+
+describe('replay with the S3 store (the archive under <S3_PREFIX>.archive/)', () => {
+  const secret = 'whsec_s3_replay';
+  let build: { main: string; dir: string };
+  beforeAll(() => {
+    build = recordingHooksBuild();
+  });
+  afterAll(() => {
+    rmSync(build.dir, { recursive: true, force: true });
+  });
+
+  /** The service with recording hooks, a sandbox delivering to it, and the CLI's environment. */
+  async function startApp() {
+    const bucket = await newBucket();
+    const port = await freePort();
+    const hookLog = join(mkdtempSync(join(tmpdir(), 'aw-s3-hooks-')), 'hooks.ndjson');
+    const sbx = await startSandboxProcess({
+      flags: { 'time-scale': '0.001', 'webhook-url': `http://127.0.0.1:${port}/webhooks` },
+      env: { WEBHOOK_SECRETS: secret },
+    });
+    const cliEnv = {
+      ...gateway.env,
+      S3_BUCKET: bucket,
+      S3_PREFIX: 'audio/',
+      WEBHOOK_SECRETS: secret,
+      REDIS_URL: process.env.REDIS_URL ?? '',
+      QUEUE_PREFIX: `test-${randomUUID()}`,
+    };
+    const service = spawnService(
+      {
+        ...cliEnv,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        ROLE: 'all',
+        CDN_URL: sbx.info.cdn,
+        DOWNLOAD_CA_FILE: sbx.info.ca,
+        DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+        HOOK_LOG: hookLog,
+      },
+      { main: build.main },
+    );
+    await service.waitForLog('audio-webhooks started');
+    const ids = ['one', 'two', 'three'].map((name) => `${name}-${randomUUID().slice(0, 8)}`);
+    const items = ids.map((id) => ({ id, text: `text of ${id}`, voice: 'alloy' }));
+    expect((await sbx.call('POST', '/v1/tts/batch', { items }, sbx.info.key.token)).status).toBe(
+      202,
+    );
+    const archived = () => keys(bucket, 'audio/.archive/');
+    await eventually(
+      async () =>
+        hookCalls(hookLog).length === 3 && (await archived()).length === 3 ? true : undefined,
+      { timeoutMs: 60_000, everyMs: 250 },
+    );
+    return {
+      bucket,
+      ids,
+      hookLog,
+      cliEnv,
+      archived,
+      async stop() {
+        service.child.kill('SIGTERM');
+        await service.exited;
+        await sbx.stop();
+      },
+    };
+  }
+
+  async function keys(bucket: string, prefix: string): Promise<string[]> {
+    const listed = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix }));
+    return (listed.Contents ?? []).flatMap((entry) => (entry.Key === undefined ? [] : [entry.Key]));
+  }
+
+  it('replay --id brings back a deleted object and its metadata, byte-identical; the hooks know it is a replay', async () => {
+    const app = await startApp();
+    try {
+      const [, target = ''] = app.ids;
+      const before = await object(app.bucket, `audio/${target}.wav`);
+      const metadata = JSON.parse(
+        (await object(app.bucket, `audio/${target}.json`)).toString(),
+      ) as Record<string, unknown>;
+      await client.send(
+        new DeleteObjectCommand({ Bucket: app.bucket, Key: `audio/${target}.wav` }),
+      );
+      await client.send(
+        new DeleteObjectCommand({ Bucket: app.bucket, Key: `audio/${target}.json` }),
+      );
+
+      const replay = await runCliProcess(['replay', '--id', target], app.cliEnv);
+      expect(replay).toMatchObject({ code: 0, stdout: '1 delivery(ies) put on the queue again\n' });
+      await eventually(
+        () => Promise.resolve(hookCalls(app.hookLog).length === 4 ? true : undefined),
+        { timeoutMs: 60_000, everyMs: 250 },
+      );
+      expect((await object(app.bucket, `audio/${target}.wav`)).equals(before)).toBe(true);
+      const after = JSON.parse(
+        (await object(app.bucket, `audio/${target}.json`)).toString(),
+      ) as Record<string, unknown>;
+      for (const field of ['id', 'file', 'bytes', 'sha256', 'audio_url', 'received_at'])
+        expect(after[field]).toEqual(metadata[field]);
+      expect(
+        hookCalls(app.hookLog)
+          .filter((call) => call.id === target)
+          .map((call) => call.replay),
+      ).toEqual([false, true]);
+      expect(await app.archived()).toHaveLength(3);
+    } finally {
+      await app.stop();
+    }
+  }, 120_000);
+
+  it('--since 10m --event audio.ready --dry-run --json lists exactly the archived objects and changes nothing', async () => {
+    const app = await startApp();
+    try {
+      const entries = await Promise.all(
+        (await app.archived()).map(
+          async (key) =>
+            JSON.parse((await object(app.bucket, key)).toString()) as Record<string, unknown>,
+        ),
+      );
+      const everything = await keys(app.bucket, '');
+      const listed = await runCliProcess(
+        ['replay', '--since', '10m', '--event', 'audio.ready', '--dry-run', '--json'],
+        app.cliEnv,
+      );
+      expect(listed).toMatchObject({ code: 0, stderr: '' });
+      expect(JSON.parse(listed.stdout)).toEqual(
+        entries
+          .map((entry) => ({ event: entry.event, id: entry.id, received_at: entry.received_at }))
+          .sort((a, b) => String(a.received_at).localeCompare(String(b.received_at))),
+      );
+      expect(await keys(app.bucket, '')).toEqual(everything);
+      expect(hookCalls(app.hookLog)).toHaveLength(3);
+    } finally {
+      await app.stop();
+    }
+  }, 120_000);
+
+  it('the sweep removes the expired hours from the bucket and keeps the rest', async () => {
+    const bucket = await newBucket();
+    const store = createS3AudioStore({
+      s3Bucket: bucket,
+      s3Prefix: 'audio/',
+      s3Endpoint: gateway.endpoint,
+      s3Region: 'us-east-1',
+      s3ForcePathStyle: true,
+    });
+    const archive = createArchive(store.archive);
+    const hoursAgo = (hours: number) => new Date(Date.now() - hours * 3600_000).toISOString();
+    for (const [id, hours] of [
+      ['old', 30],
+      ['older', 3],
+      ['recent', 0.1],
+    ] as const)
+      await archive.record({
+        delivery: { event: 'audio.failed', data: { id } },
+        jobId: randomUUID(),
+        receivedAt: hoursAgo(hours),
+      });
+    expect(await archive.sweep(2)).toHaveLength(2);
+    const left = await keys(bucket, 'audio/.archive/');
+    expect(left).toHaveLength(1);
+    expect(left[0]).toMatch(/_recent\.json$/);
+  });
 });
