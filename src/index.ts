@@ -30,7 +30,19 @@ export type {
   DownloadAudio,
   DownloadAudioOptions,
 } from './workers/download-audio.js';
-export type { AudioStore, AudioMetadata, AudioDetails } from './storage/audio-store.js';
+export type {
+  AudioStore,
+  AudioMetadata,
+  AudioDetails,
+  ArchiveArea,
+} from './storage/audio-store.js';
+export { createLocalArchiveArea } from './storage/local-archive-area.js';
+export {
+  createArchive,
+  type Archive,
+  type ArchivedDelivery,
+  type ArchiveQuery,
+} from './archive/archive.js';
 export { StorageError } from './storage/storage-errors.js';
 export { createLocalAudioStore } from './storage/local-audio-store.js';
 export { createS3AudioStore, createS3Client, type S3Settings } from './storage/s3-audio-store.js';
