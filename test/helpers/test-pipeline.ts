@@ -93,6 +93,7 @@ export async function startTestPipeline(
         WEBHOOK_SECRETS: TEST_SECRET,
         REDIS_URL: receiver.config.redisUrl,
         QUEUE_PREFIX: receiver.config.queuePrefix,
+        AUDIO_DIR: audioDir,
       };
       const code = await runCli(
         args,

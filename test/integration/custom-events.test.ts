@@ -17,6 +17,8 @@ let cdn: LocalCdn;
 let pipeline: TestPipeline;
 const contexts: HookContext[] = [];
 let flakyRuns = 0;
+const replayRuns: { note: string; delivery: HookContext['delivery'] }[] = [];
+let replayRan: (() => void) | undefined;
 
 const testEvents = [
   ...exampleEvents,
@@ -25,6 +27,15 @@ const testEvents = [
     data: z.object({ id: z.string() }),
     handle(_event, context) {
       contexts.push(context);
+      return Promise.resolve();
+    },
+  }),
+  defineEvent({
+    name: 'replayed.event',
+    data: z.object({ id: z.string(), note: z.string() }),
+    handle(event, context) {
+      replayRuns.push({ note: event.data.note, delivery: context.delivery });
+      replayRan?.();
       return Promise.resolve();
     },
   }),
@@ -126,4 +137,23 @@ it('the context holds what hooks need and no setting, so no secret', async () =>
   );
   expect(everything).not.toContain(ADMIN_PASSWORD);
   expect(everything).not.toContain('whsec_test_secret');
+});
+
+it("a replay runs a custom event's handle again, with the delivery as accepted and context.delivery.replay", async () => {
+  const id = `replay-${randomUUID()}`;
+  await pipeline.post({ event: 'replayed.event', data: { id, note: 'as sent' } }).expect(202);
+  await pipeline.settled(id);
+  const again = new Promise<void>((resolve) => (replayRan = resolve));
+  const replay = await pipeline.cli('replay', '--id', id);
+  expect(replay).toEqual({
+    code: 0,
+    stdout: '1 delivery(ies) put on the queue again\n',
+    stderr: 'replay: 1/1 looked at, 1 queued, 0 already queued\n',
+  });
+  await again;
+  expect(replayRuns.map((run) => [run.note, run.delivery.replay])).toEqual([
+    ['as sent', false],
+    ['as sent', true],
+  ]);
+  expect(replayRuns[1]?.delivery.receivedAt).toBe(replayRuns[0]?.delivery.receivedAt);
 });

@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import {
   existsSync,
@@ -26,6 +27,7 @@ import { signed } from '../helpers/test-receiver';
 // operator CLI as its own process, real Redis, and the sandbox as the provider.
 const SECRET = 'whsec_replay_test';
 const REDIS_URL = process.env.REDIS_URL ?? '';
+const BIN = join(__dirname, '..', '..', 'bin', 'audio-webhooks.js');
 let sbx: SandboxProcess;
 let port: number;
 let build: { main: string; dir: string };
@@ -215,7 +217,7 @@ it('--since 10m --event audio.ready --dry-run --json lists exactly the archived 
   expect(hookCalls(app.hookLog)).toHaveLength(3);
 });
 
-it('a re-delivery from the provider after a replay is still answered 200 duplicate; a second replay later runs again', async () => {
+it('a replay keeps audio that is there; a re-delivery from the provider after it is still answered 200 duplicate; a second replay later runs again', async () => {
   const app = await start(newApp());
   const id = `dup-${randomUUID().slice(0, 8)}`;
   await ttsBatch([id]);
@@ -225,8 +227,12 @@ it('a re-delivery from the provider after a replay is still answered 200 duplica
     readFileSync(join(app.audioDir, '.archive', archiveFiles(app)[0] ?? ''), 'utf8'),
   ) as { delivery: unknown };
 
+  const stored = statSync(join(app.audioDir, `${id}.wav`));
   expect((await runCliProcess(['replay', '--id', id], app.cliEnv)).code).toBe(0);
   await hooksCalled(app, 2);
+  // The audio there whole is kept, not fetched and written again.
+  const kept = statSync(join(app.audioDir, `${id}.wav`));
+  expect([kept.ino, kept.mtimeMs]).toEqual([stored.ino, stored.mtimeMs]);
 
   const { raw, headers } = signed(delivery.delivery, { secret: SECRET });
   const answer = await request(`http://127.0.0.1:${port}/webhooks`, {
@@ -425,6 +431,19 @@ it('two replays of the same range at once queue each delivery once; the workers 
   const replayed = hookCalls(app.hookLog).filter((call) => call.replay);
   expect(replayed).toHaveLength(300);
   expect(new Set(replayed.map((call) => call.id)).size).toBe(300);
+
+  // On a terminal (a pseudo-terminal from util-linux's `script`), a progress bar, not lines.
+  const onTerminal = await new Promise<string>((resolve, reject) => {
+    execFile(
+      'script',
+      ['-qfec', `'${process.execPath}' '${BIN}' replay --since 10m`, '/dev/null'],
+      { env: { PATH: process.env.PATH ?? '', TERM: 'xterm', ...app.cliEnv } },
+      (error, stdout) => (error === null ? resolve(stdout) : reject(error)),
+    );
+  });
+  expect(onTerminal).toMatch(/replay =+ 300\/300 \| queued 300 \| already queued 0/);
+  expect(onTerminal).not.toContain('looked at');
+  expect(onTerminal).toContain('300 delivery(ies) put on the queue again');
 }, 120_000);
 
 it('bad flags and times are one line, exit 2; an unreachable Redis is one line, exit 1', async () => {
