@@ -13,6 +13,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { createArchive } from '../../src/archive/archive';
@@ -433,14 +434,11 @@ it('two replays of the same range at once queue each delivery once; the workers 
   expect(new Set(replayed.map((call) => call.id)).size).toBe(300);
 
   // On a terminal (a pseudo-terminal from util-linux's `script`), a progress bar, not lines.
-  const onTerminal = await new Promise<string>((resolve, reject) => {
-    execFile(
-      'script',
-      ['-qfec', `'${process.execPath}' '${BIN}' replay --since 10m`, '/dev/null'],
-      { env: { PATH: process.env.PATH ?? '', TERM: 'xterm', ...app.cliEnv } },
-      (error, stdout) => (error === null ? resolve(stdout) : reject(error)),
-    );
-  });
+  const { stdout: onTerminal } = await promisify(execFile)(
+    'script',
+    ['-qfec', `'${process.execPath}' '${BIN}' replay --since 10m`, '/dev/null'],
+    { env: { PATH: process.env.PATH ?? '', TERM: 'xterm', ...app.cliEnv } },
+  );
   expect(onTerminal).toMatch(/replay =+ 300\/300 \| queued 300 \| already queued 0/);
   expect(onTerminal).not.toContain('looked at');
   expect(onTerminal).toContain('300 delivery(ies) put on the queue again');
