@@ -47,6 +47,21 @@ export interface SandboxOptions {
   readonly prefix?: string;
 }
 
+/**
+ * The settings of a whole service (ROLE=all) listening on loopback `port`, where `sbx` delivers
+ * (its --webhook-url), and downloading from the sandbox's CDN with the sandbox's own CA.
+ */
+export function deliveredBy(sbx: SandboxProcess, port: number): Record<string, string> {
+  return {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ROLE: 'all',
+    CDN_URL: sbx.info.cdn,
+    DOWNLOAD_CA_FILE: sbx.info.ca,
+    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+  };
+}
+
 /** Runs `audio-webhooks sandbox` as a user would, on free loopback ports, and reads its JSON line. */
 export async function startSandboxProcess(options: SandboxOptions = {}): Promise<SandboxProcess> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'aw-sandbox-'));

@@ -14,7 +14,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../helpers/private-redis';
-import { eventually, startSandboxProcess, type SandboxProcess } from '../helpers/sandbox-process';
+import {
+  deliveredBy,
+  eventually,
+  startSandboxProcess,
+  type SandboxProcess,
+} from '../helpers/sandbox-process';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 
 // A fork's own event, built and run as a fork would: in a copy of the repository whose only
@@ -80,13 +85,8 @@ function startFork(dir: string, audioDir: string): ServiceProcess {
       WEBHOOK_SECRETS: SECRET,
       REDIS_URL: process.env.REDIS_URL ?? '',
       QUEUE_PREFIX: `test-${randomUUID()}`,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ROLE: 'all',
+      ...deliveredBy(sbx, port),
       AUDIO_DIR: audioDir,
-      CDN_URL: sbx.info.cdn,
-      DOWNLOAD_CA_FILE: sbx.info.ca,
-      DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
     },
     { main: join(dir, 'dist', 'main.js') },
   );

@@ -20,7 +20,12 @@ import { createArchive } from '../../src/archive/archive';
 import { createLocalArchiveArea } from '../../src/storage/local-archive-area';
 import { freePort } from '../helpers/private-redis';
 import { hookCalls, recordingHooksBuild, runCliProcess } from '../helpers/replay-app';
-import { eventually, startSandboxProcess, type SandboxProcess } from '../helpers/sandbox-process';
+import {
+  deliveredBy,
+  eventually,
+  startSandboxProcess,
+  type SandboxProcess,
+} from '../helpers/sandbox-process';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { signed } from '../helpers/test-receiver';
 
@@ -89,12 +94,7 @@ async function start(
   const service = spawnService(
     {
       ...app.cliEnv,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ROLE: 'all',
-      CDN_URL: sbx.info.cdn,
-      DOWNLOAD_CA_FILE: sbx.info.ca,
-      DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+      ...deliveredBy(sbx, port),
       HOOK_LOG: app.hookLog,
       ...env,
     },

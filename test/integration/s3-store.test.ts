@@ -15,7 +15,7 @@ import {
 import { freePort } from '../helpers/private-redis';
 import { startCephGateway, type CephGateway } from '../helpers/ceph-gateway';
 import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
-import { eventually, startSandboxProcess } from '../helpers/sandbox-process';
+import { deliveredBy, eventually, startSandboxProcess } from '../helpers/sandbox-process';
 import { spawnService } from '../helpers/spawn-service';
 import { startTestPipeline } from '../helpers/test-pipeline';
 import { createTestReceiver, signed } from '../helpers/test-receiver';
@@ -78,6 +78,18 @@ const ready = (id: string, path: string) => ({
   },
 });
 
+/** A service (and its CLI) storing into `bucket` under audio/, on a queue of its own. */
+function serviceEnv(bucket: string, secret: string): Record<string, string> {
+  return {
+    ...gateway.env,
+    S3_BUCKET: bucket,
+    S3_PREFIX: 'audio/',
+    WEBHOOK_SECRETS: secret,
+    REDIS_URL: process.env.REDIS_URL ?? '',
+    QUEUE_PREFIX: `test-${randomUUID()}`,
+  };
+}
+
 function pipelineEnv(bucket: string, extra: Record<string, string> = {}) {
   return {
     ...gateway.env,
@@ -97,20 +109,7 @@ it('the whole loop: a sandbox batch → receiver → worker → bucket; every ob
     flags: { 'time-scale': '0.001', 'webhook-url': `http://127.0.0.1:${port}/webhooks` },
     env: { WEBHOOK_SECRETS: secret },
   });
-  const service = spawnService({
-    ...gateway.env,
-    S3_BUCKET: bucket,
-    S3_PREFIX: 'audio/',
-    WEBHOOK_SECRETS: secret,
-    REDIS_URL: process.env.REDIS_URL ?? '',
-    QUEUE_PREFIX: `test-${randomUUID()}`,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    ROLE: 'all',
-    CDN_URL: sbx.info.cdn,
-    DOWNLOAD_CA_FILE: sbx.info.ca,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
-  });
+  const service = spawnService({ ...serviceEnv(bucket, secret), ...deliveredBy(sbx, port) });
   try {
     await service.waitForLog('audio-webhooks started');
     const items = Array.from({ length: 20 }, (_unused, i) => ({
@@ -440,23 +439,11 @@ describe('replay with the S3 store (the archive under <S3_PREFIX>.archive/)', ()
       flags: { 'time-scale': '0.001', 'webhook-url': `http://127.0.0.1:${port}/webhooks` },
       env: { WEBHOOK_SECRETS: secret },
     });
-    const cliEnv = {
-      ...gateway.env,
-      S3_BUCKET: bucket,
-      S3_PREFIX: 'audio/',
-      WEBHOOK_SECRETS: secret,
-      REDIS_URL: process.env.REDIS_URL ?? '',
-      QUEUE_PREFIX: `test-${randomUUID()}`,
-    };
+    const cliEnv = serviceEnv(bucket, secret);
     const service = spawnService(
       {
         ...cliEnv,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        ROLE: 'all',
-        CDN_URL: sbx.info.cdn,
-        DOWNLOAD_CA_FILE: sbx.info.ca,
-        DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+        ...deliveredBy(sbx, port),
         HOOK_LOG: hookLog,
       },
       { main: build.main },
