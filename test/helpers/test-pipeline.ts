@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Job } from 'bullmq';
@@ -16,6 +16,7 @@ import {
   testConfig,
   type TestReceiver,
 } from './test-receiver';
+import { audioDirEntries } from './audio-dir';
 
 export type Settled = { state: 'completed'; result: unknown } | { state: 'failed'; reason: string };
 
@@ -103,7 +104,7 @@ export async function startTestPipeline(
       );
       return { code, stdout, stderr };
     },
-    files: () => readdirSync(audioDir).sort(),
+    files: () => audioDirEntries(audioDir),
     async close() {
       await workers.close();
       await receiver.close();

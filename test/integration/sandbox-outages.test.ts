@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createLogger } from '../../src/logger';
@@ -8,6 +8,7 @@ import { freePort, startPrivateRedis } from '../helpers/private-redis';
 import { eventually, startSandboxProcess } from '../helpers/sandbox-process';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { deleteKeys, testConfig } from '../helpers/test-receiver';
+import { audioDirEntries } from '../helpers/audio-dir';
 
 // Issue #8, test 2: nothing lost through outages, by the provider's own retries alone.
 const SECRET = 'whsec_outage_test';
@@ -105,7 +106,7 @@ it('a 1,000-item batch while the receiver, then Redis, are SIGKILLed and restart
     expect(all.filter((d) => d.state === 'exhausted')).toEqual([]);
     await hooked;
 
-    const names = readdirSync(audioDir);
+    const names = audioDirEntries(audioDir);
     expect(names.filter((name) => name.startsWith('.partial'))).toEqual([]);
     expect(names).toHaveLength(ITEMS * 2);
     for (let i = 0; i < ITEMS; i++) {

@@ -15,6 +15,7 @@ import {
   type TestReceiver,
 } from '../helpers/test-receiver';
 import request from 'supertest';
+import { audioDirEntries } from '../helpers/audio-dir';
 
 const prefix = `test-${randomUUID()}`;
 let cdn: LocalCdn;
@@ -90,7 +91,7 @@ it('a worker killed with SIGKILL mid-download: a new worker completes the job an
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
   }
-  expect(readdirSync(audioDir).sort()).toEqual(['big.json', 'big.mp3']);
+  expect(audioDirEntries(audioDir)).toEqual(['big.json', 'big.mp3']);
   expect(readFileSync(join(audioDir, 'big.mp3')).equals(bytes)).toBe(true);
   const metadata = JSON.parse(readFileSync(join(audioDir, 'big.json'), 'utf8')) as {
     sha256: string;

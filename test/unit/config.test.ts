@@ -52,6 +52,7 @@ describe('loadConfig', () => {
       workerStallMs: 300_000,
       otelEndpoint: undefined,
       webConcurrency: cpusInQuota(),
+      archiveRetentionHours: 168,
     });
   });
 
