@@ -153,10 +153,12 @@ export const SETTINGS = {
     schema: z
       .string()
       .regex(/^[^\\]*$/, 'must not hold a backslash')
+      // `audio` would also take in another app's `audio-backup/…` when listing or cleaning up.
+      .regex(/(^|\/)$/, 'must end with / (e.g. audio/), so its keys are apart from other keys')
       .optional()
       .transform((prefix) => prefix ?? ''),
     readBy: ['worker', 'cli'],
-    doc: 'prepended to every object key, e.g. `audio/`; unset: none',
+    doc: 'prepended to every object key, e.g. `audio/`; must end with `/`; unset: none',
   },
   S3_ENDPOINT: {
     schema: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),

@@ -41,6 +41,22 @@ const STALE_UPLOAD_MS = 60 * 60 * 1000;
 const CHECK_TIMEOUT_MS = 10_000;
 /** The object's own record of the item it holds (user metadata, `x-amz-meta-item-id`). */
 const ITEM_ID = 'item-id';
+/** Conditional PUTs of one write: each 412 after the first means another run of the item wrote. */
+const CONDITIONAL_ATTEMPTS = 3;
+
+export interface S3StoreOptions {
+  /** An incomplete upload older than this is a killed worker's. @defaultValue 1 hour */
+  readonly staleUploadMs?: number;
+  /** ListMultipartUploads' page size. @defaultValue the store's (1,000 on S3) */
+  readonly uploadsPerPage?: number;
+}
+
+interface StoredObject {
+  readonly bytes: number;
+  /** The item it records; undefined when it records none. */
+  readonly id: string | undefined;
+  readonly etag: string | undefined;
+}
 
 /**
  * An S3 client for AUDIO_STORE=s3. Against a custom endpoint (Ceph RGW, MinIO, R2, B2) the
@@ -72,28 +88,35 @@ export function createS3Client(settings: S3Settings): S3Client {
  * worker's leftovers are aborted at the next start, and by the bucket lifecycle rule in
  * docs/storage.md). The audio streams from the CDN into the upload; at most a few parts are held.
  *
- * Never overwritten by another item: writes are create-only (`If-None-Match: *`), and each object
- * records the id it holds. An existing object of the same id (an earlier run that died before its
- * metadata) is replaced: at once before a multipart upload, on the job's retry after a refused
- * PUT. One of another id fails the job (NameCollisionError). Ceph ignores `If-None-Match` on
- * CompleteMultipartUpload, so before a multipart upload the object is also looked for; what remains is a race between two runs for one key, and a key is a function
- * of the id (storage/file-name.ts), so both runs are of the same item.
+ * Never overwritten by another item, never removed: writes are create-only (`If-None-Match: *`),
+ * and each object records the id it holds. An object of the same id (an earlier run that died
+ * before its metadata, or another run of the item at the same time: a replay beside the original
+ * job, a stalled job re-run) is whole, as every object under its key is, and is replaced
+ * atomically by the write (`If-Match` on its ETag, or a completed multipart upload), never
+ * deleted first: a second run that then failed for good (an expired signed URL) would otherwise
+ * leave the item gone. One of another id, or of none, fails the job (NameCollisionError). Ceph
+ * ignores `If-None-Match` on CompleteMultipartUpload, so a multipart upload looks first; a key is
+ * a function of the id (storage/file-name.ts), so a race after the look is between runs of one item.
  */
-export function createS3AudioStore(settings: S3Settings, client = createS3Client(settings)) {
+export function createS3AudioStore(
+  settings: S3Settings,
+  client = createS3Client(settings),
+  options: S3StoreOptions = {},
+) {
+  const staleUploadMs = options.staleUploadMs ?? STALE_UPLOAD_MS;
   const bucket = settings.s3Bucket ?? '';
   const where = `S3_BUCKET ${bucket} at S3_ENDPOINT ${settings.s3Endpoint ?? '(AWS)'}`;
   const key = (name: string) => `${settings.s3Prefix}${name}`;
   const fail = (error: unknown, what: string) => s3StorageError(error, `${what} in ${where}`);
 
-  async function head(
-    name: string,
-  ): Promise<{ bytes: number; id: string | undefined } | undefined> {
+  async function head(name: string): Promise<StoredObject | undefined> {
     try {
       const found = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key(name) }));
       const id = found.Metadata?.[ITEM_ID];
       return {
         bytes: found.ContentLength ?? 0,
         id: id === undefined ? id : decodeURIComponent(id),
+        etag: found.ETag,
       };
     } catch (error: unknown) {
       if (statusOf(error) === 404) return undefined;
@@ -101,58 +124,88 @@ export function createS3AudioStore(settings: S3Settings, client = createS3Client
     }
   }
 
-  /** An object already under `name`: of another item, a collision; of this one, replaced. */
-  async function makeRoom(name: string, id: string | undefined): Promise<void> {
+  /**
+   * The object under `name` when it may be replaced by a write of `id`: undefined when there is
+   * none; itself when it is this item's (whole, as every object under its key is: an earlier
+   * run, or one running now); a collision when it is another item's or records no item at all
+   * (not written by this service, so not ours to replace). Nothing is ever deleted to make room:
+   * the object may be a finished run's, and the write that follows replaces it atomically.
+   */
+  async function sameItem(name: string, id: string | undefined): Promise<StoredObject | undefined> {
     const existing = await head(name);
-    if (existing === undefined) return;
-    // One without a recorded id was not written by this service: not ours to replace either.
-    if (existing.id !== id)
-      throw new NameCollisionError(name, existing.id ?? '(none recorded)', id ?? '');
-    await client
-      .send(new DeleteObjectCommand({ Bucket: bucket, Key: key(name) }))
-      .catch((error: unknown) => {
-        throw fail(error, `replacing ${name}`);
-      });
+    if (existing === undefined) return undefined;
+    if (id === undefined || existing.id !== id)
+      throw new NameCollisionError(name, existing.id ?? '(none recorded)', id ?? '(none given)');
+    return existing;
   }
 
   const itemMetadata = (id: string | undefined) =>
     id === undefined ? {} : { Metadata: { [ITEM_ID]: encodeURIComponent(id) } };
 
-  /** One create-only PUT of a body smaller than a part: S3 and Ceph honour the condition. */
+  /**
+   * One PUT of a body smaller than a part, create-only (S3 and Ceph honour `If-None-Match`). On
+   * 412 the object there is looked at: this item's is replaced with `If-Match` on its ETag (one
+   * atomic replace, never a delete-then-write gap in which the item is gone); if another run of
+   * the item replaced it in between, the look is made again, a bounded number of times.
+   */
   async function put(name: string, body: Buffer, id: string | undefined): Promise<void> {
-    await client.send(
-      new PutObjectCommand({
-        Bucket: bucket,
-        Key: key(name),
-        Body: body,
-        ContentLength: body.length,
-        IfNoneMatch: '*',
-        ...itemMetadata(id),
-      }),
-    );
+    let condition: { IfNoneMatch: string } | { IfMatch: string } = { IfNoneMatch: '*' };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await client.send(
+          new PutObjectCommand({
+            Bucket: bucket,
+            Key: key(name),
+            Body: body,
+            ContentLength: body.length,
+            ...condition,
+            ...itemMetadata(id),
+          }),
+        );
+        return;
+      } catch (error: unknown) {
+        if (statusOf(error) !== 412 || attempt === CONDITIONAL_ATTEMPTS)
+          throw fail(error, `writing ${name}`);
+      }
+      const existing = await sameItem(name, id);
+      // Unquoted: Ceph RGW (and DigitalOcean Spaces, built on it) answer 412 to the quoted form
+      // HeadObject returns; AWS S3 takes either.
+      condition =
+        existing?.etag === undefined
+          ? { IfNoneMatch: '*' }
+          : { IfMatch: existing.etag.replace(/"/g, '') };
+    }
   }
 
   /**
-   * A multipart upload of `first` and what follows: looked for first, since Ceph ignores
-   * If-None-Match on CompleteMultipartUpload.
+   * A multipart upload of `first` and what follows. The object is looked for first, since Ceph
+   * ignores If-None-Match on CompleteMultipartUpload: this item's is replaced by the completed
+   * upload (atomic, as completing one is); another item's is a collision before any part is sent.
    */
   async function upload(
     name: string,
-    first: readonly Uint8Array[],
+    first: Uint8Array[],
     rest: AsyncIterable<Uint8Array>,
     id: string | undefined,
   ): Promise<void> {
-    await makeRoom(name, id);
+    const existing = await sameItem(name, id);
     const body = Readable.from(
       (async function* () {
-        yield* first;
+        // Handed on and let go of: the first part is not kept referenced for the whole upload.
+        for (let chunk = first.shift(); chunk !== undefined; chunk = first.shift()) yield chunk;
         yield* rest;
       })(),
       { objectMode: false },
     );
     const transfer = new Upload({
       client,
-      params: { Bucket: bucket, Key: key(name), Body: body, IfNoneMatch: '*', ...itemMetadata(id) },
+      params: {
+        Bucket: bucket,
+        Key: key(name),
+        Body: body,
+        ...(existing === undefined ? { IfNoneMatch: '*' } : {}),
+        ...itemMetadata(id),
+      },
       partSize: PART_BYTES,
       queueSize: PARTS_IN_FLIGHT,
       leavePartsOnError: false,
@@ -197,15 +250,11 @@ export function createS3AudioStore(settings: S3Settings, client = createS3Client
           await upload(name, first, rest, id);
         }
       } catch (error: unknown) {
+        // The source is closed at once (the CDN's connection), not left open until its timeout.
+        await iterator.return?.().catch(() => undefined);
         // A source that failed (the CDN, the size cap) keeps its own error.
         if (sourceFailure !== undefined) throw sourceFailure.error;
-        if (error instanceof NameCollisionError) throw error;
-        if (statusOf(error) === 412) {
-          // Already there: another item's is a collision; this item's, from an earlier run that
-          // died before its metadata, is removed and the job retried.
-          await makeRoom(name, id);
-          throw fail(error, `writing ${name} (an earlier copy of this item was there; retrying)`);
-        }
+        if (error instanceof NameCollisionError || error instanceof StorageError) throw error;
         throw fail(error, `writing ${name}`);
       }
     },
@@ -244,29 +293,50 @@ export function createS3AudioStore(settings: S3Settings, client = createS3Client
 
     async removeStaleTemps() {
       const removed: string[] = [];
-      const listed = await client
-        .send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: settings.s3Prefix }))
-        .catch((error: unknown) => {
-          throw fail(error, 'listing incomplete uploads');
-        });
-      const before = Date.now() - STALE_UPLOAD_MS;
-      for (const left of listed.Uploads ?? []) {
-        if (left.Key === undefined || left.UploadId === undefined) continue;
-        if ((left.Initiated?.getTime() ?? 0) > before) continue;
-        await client
+      const before = Date.now() - staleUploadMs;
+      let marker: { KeyMarker?: string; UploadIdMarker?: string } = {};
+      for (;;) {
+        const listed = await client
           .send(
-            new AbortMultipartUploadCommand({
+            new ListMultipartUploadsCommand({
               Bucket: bucket,
-              Key: left.Key,
-              UploadId: left.UploadId,
+              Prefix: settings.s3Prefix,
+              ...(options.uploadsPerPage === undefined
+                ? {}
+                : { MaxUploads: options.uploadsPerPage }),
+              ...marker,
             }),
           )
           .catch((error: unknown) => {
-            throw fail(error, `aborting the incomplete upload of ${left.Key ?? ''}`);
+            throw fail(error, 'listing incomplete uploads');
           });
-        removed.push(left.Key);
+        for (const left of listed.Uploads ?? []) {
+          // An upload whose start is not known is not known to be stale: the lifecycle rule
+          // (deploy/overlays/s3/lifecycle.json) removes it if it is.
+          const initiated = left.Initiated?.getTime();
+          if (left.Key === undefined || left.UploadId === undefined) continue;
+          if (initiated === undefined || initiated > before) continue;
+          await client
+            .send(
+              new AbortMultipartUploadCommand({
+                Bucket: bucket,
+                Key: left.Key,
+                UploadId: left.UploadId,
+              }),
+            )
+            .catch((error: unknown) => {
+              throw fail(error, `aborting the incomplete upload of ${left.Key ?? ''}`);
+            });
+          removed.push(left.Key);
+        }
+        if (listed.IsTruncated !== true) return removed;
+        marker = {
+          ...(listed.NextKeyMarker === undefined ? {} : { KeyMarker: listed.NextKeyMarker }),
+          ...(listed.NextUploadIdMarker === undefined
+            ? {}
+            : { UploadIdMarker: listed.NextUploadIdMarker }),
+        };
       }
-      return removed;
     },
 
     /** At start: the bucket exists and these credentials may use it; else one line to fix it. */

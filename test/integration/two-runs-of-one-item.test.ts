@@ -1,0 +1,187 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  ListMultipartUploadsCommand,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import { createGuardedAgent } from '../../src/download/guarded-agent';
+import { createLogger } from '../../src/logger';
+import type { AudioStore } from '../../src/storage/audio-store';
+import { createLocalAudioStore } from '../../src/storage/local-audio-store';
+import { createS3AudioStore } from '../../src/storage/s3-audio-store';
+import { createAudioDownloader, type DeliveryInfo } from '../../src/workers/download-audio';
+import { startCephGateway, type CephGateway } from '../helpers/ceph-gateway';
+import { startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+
+// Two runs of one item at once are normal: a replay of a recent range beside the original job, a
+// stalled job re-run by BullMQ, a retry. Whatever their order, a whole stored item is never
+// removed, and both stores end the same way. The CDN serves the audio twice and refuses every
+// later request (a signed URL that expired), so a run that lost the item could not get it back.
+let gateway: CephGateway;
+let client: S3Client;
+let cdn: LocalCdn;
+const agent = () =>
+  createGuardedAgent({
+    allowPrivateIps: true,
+    ca: cdn.ca,
+    connectTimeoutMs: 5000,
+    headersTimeoutMs: 5000,
+    bodyIdleTimeoutMs: 5000,
+  });
+
+beforeAll(async () => {
+  [gateway, cdn] = await Promise.all([startCephGateway(), startLocalCdn()]);
+  client = gateway.client();
+}, 120_000);
+afterAll(async () => {
+  client.destroy();
+  await cdn.close();
+  await gateway.stop();
+});
+
+const stores: Record<string, () => Promise<AudioStore>> = {
+  local: () => createLocalAudioStore(mkdtempSync(join(tmpdir(), 'aw-two-runs-'))),
+  s3: async () => {
+    const bucket = `aw-${randomUUID()}`;
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    return createS3AudioStore(
+      {
+        s3Bucket: bucket,
+        s3Prefix: 'audio/',
+        s3Endpoint: gateway.endpoint,
+        s3Region: 'us-east-1',
+        s3ForcePathStyle: true,
+      },
+      gateway.client(),
+    );
+  },
+};
+
+/**
+ * Serves `body` at a path of its own: the first request at once, the second once `release`
+ * is called, every later one 403 (expired).
+ */
+function servedTwice(body: Buffer) {
+  const path = `/${randomUUID()}.wav`;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let secondAsked!: () => void;
+  const second = new Promise<void>((resolve) => (secondAsked = resolve));
+  cdn.route(path, (_req, res, hit) => {
+    const answer = () =>
+      res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': body.length }).end(body);
+    if (hit === 1) answer();
+    else if (hit === 2) {
+      secondAsked();
+      void released.then(answer);
+    } else res.writeHead(403).end('expired');
+  });
+  return { url: `${cdn.origin}${path}`, path, release, second };
+}
+
+const delivery = (jobId: string, id: string): DeliveryInfo => ({
+  jobId,
+  event: 'audio.ready',
+  id,
+  receivedAt: new Date().toISOString(),
+  attempt: 1,
+  replay: false,
+});
+
+const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+
+async function bytesOf(store: AudioStore, name: string): Promise<Buffer> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of store.read(name)) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+describe.each(Object.keys(stores))('the %s store, two runs of one item overlapping', (kind) => {
+  // 9 MiB: more than one S3 part, so the multipart path is taken too.
+  it.each([
+    ['a small file (one PUT)', 40_000],
+    ['a file of several parts (multipart)', 9 * 1024 * 1024],
+  ])(
+    '%s: the second run keeps the first run’s finished item; a third finds it whole without asking the CDN',
+    async (_name, size) => {
+      const store = await stores[kind]!();
+      const dispatcher = agent();
+      const download = createAudioDownloader({
+        config: { cdnOrigins: [cdn.origin], downloadMaxBytes: 64 << 20, downloadTimeoutMs: 30_000 },
+        store,
+        dispatcher,
+      });
+      const logger = createLogger('silent');
+      const body = randomBytes(size);
+      const served = servedTwice(body);
+      const id = `item-${randomUUID()}`;
+      try {
+        // Both look for earlier metadata before either has written any; the run whose request
+        // came first finishes, then the other writes over a finished item of its own id.
+        const runs = ['job-a', 'job-b'].map((jobId) =>
+          download(served.url, { id }, delivery(jobId, id), logger),
+        );
+        await served.second;
+        await Promise.race(runs);
+        served.release();
+        for (const run of await Promise.all(runs)) expect(run.sha256).toBe(sha256(body));
+
+        const third = await download(served.url, { id }, delivery('job-c', id), logger);
+        expect(cdn.hits.get(served.path)).toBe(2);
+        expect(third).toMatchObject({ id, bytes: size, sha256: sha256(body) });
+        expect((await bytesOf(store, `${id}.wav`)).equals(body)).toBe(true);
+        expect(await store.readMetadata(id)).toMatchObject({ id, sha256: sha256(body) });
+      } finally {
+        await dispatcher.close();
+      }
+    },
+    60_000,
+  );
+});
+
+describe('the S3 store never removes what is not known to be its own', () => {
+  const settings = (bucket: string) => ({
+    s3Bucket: bucket,
+    s3Prefix: 'audio/',
+    s3Endpoint: gateway.endpoint,
+    s3Region: 'us-east-1',
+    s3ForcePathStyle: true,
+  });
+  const newBucket = async () => {
+    const bucket = `aw-${randomUUID()}`;
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    return bucket;
+  };
+
+  it('a write without an id over an object that records no id is a collision; the object stays', async () => {
+    const bucket = await newBucket();
+    const theirs = randomBytes(100);
+    await client.send(new PutObjectCommand({ Bucket: bucket, Key: 'audio/x.wav', Body: theirs }));
+    const store = createS3AudioStore(settings(bucket), gateway.client());
+    await expect(store.write('x.wav', [randomBytes(50)])).rejects.toThrow(/file name collision/);
+    expect((await bytesOf(store, 'x.wav')).equals(theirs)).toBe(true);
+  });
+
+  it('removeStaleTemps reads every page of ListMultipartUploads, and only under S3_PREFIX', async () => {
+    const bucket = await newBucket();
+    const start = (Key: string) =>
+      client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key }));
+    for (const n of [1, 2, 3, 4, 5]) await start(`audio/left-${n}.wav`);
+    await start('audio-backup/not-ours.wav');
+    // Every upload counts as stale here; two per page: three pages.
+    const store = createS3AudioStore(settings(bucket), gateway.client(), {
+      staleUploadMs: -60_000,
+      uploadsPerPage: 2,
+    });
+    expect((await store.removeStaleTemps()).sort()).toEqual(
+      [1, 2, 3, 4, 5].map((n) => `audio/left-${n}.wav`),
+    );
+    const left = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
+    expect((left.Uploads ?? []).map((upload) => upload.Key)).toEqual(['audio-backup/not-ours.wav']);
+  });
+});
