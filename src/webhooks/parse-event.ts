@@ -1,11 +1,11 @@
 import { NO_CUSTOM_EVENTS, type CustomEvents } from './custom-events.js';
 import type { Delivery } from './define-event.js';
-import { isKnownEvent, webhookEventSchema, type WebhookEvent } from './events.js';
+import { isKnownEvent, webhookEventSchema } from './events.js';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from './json-depth.js';
 
 /** A verified body, parsed; `ok: false` carries the reason a 400 gives the sender. */
 export type ParsedDelivery =
-  | { readonly ok: true; readonly known: true; readonly event: WebhookEvent | Delivery }
+  | { readonly ok: true; readonly known: true; readonly event: Delivery }
   | { readonly ok: true; readonly known: false; readonly event: string; readonly id: string }
   | { readonly ok: false; readonly detail: string };
 
@@ -26,6 +26,9 @@ const refuse = (detail: string): ParsedDelivery => ({ ok: false, detail });
 /**
  * Parses a verified body. The envelope (`event`, `data`, `data.id`) is required of every event,
  * known or not; a known event (built in, or one of `custom`) is then checked against its schema.
+ * What is returned is the delivery as the provider sent it, never the schema's output: a schema
+ * may transform (`z.string().transform(Number)`), and the queue and the archive keep what was
+ * sent, so the worker's parse (workers/dispatch.ts) is the one that runs, on replays too.
  * Pure: the route maps a refusal to 400.
  */
 export function parseEvent(
@@ -61,12 +64,12 @@ export function parseEvent(
   if (definition !== undefined) {
     const result = definition.data.safeParse(data);
     if (!result.success) return refuse(invalid(event, result.error.issues, ['data']));
-    // The envelope check above proved `id` a non-empty string; the schema keeps it.
-    return { ok: true, known: true, event: { event, data: result.data as Delivery['data'] } };
+  } else {
+    const result = webhookEventSchema.safeParse(json);
+    if (!result.success) return refuse(invalid(event, result.error.issues));
   }
-  const result = webhookEventSchema.safeParse(json);
-  if (!result.success) return refuse(invalid(event, result.error.issues));
-  return { ok: true, known: true, event: result.data };
+  // The envelope checks above proved `event` and `data.id` non-empty strings.
+  return { ok: true, known: true, event: json as unknown as Delivery };
 }
 
 function invalid(

@@ -19,6 +19,8 @@ const contexts: HookContext[] = [];
 let flakyRuns = 0;
 const replayRuns: { note: string; delivery: HookContext['delivery'] }[] = [];
 let replayRan: (() => void) | undefined;
+const transformedRuns: { id: string; duration: number; text: string; replay: boolean }[] = [];
+let transformedRan: (() => void) | undefined;
 
 const testEvents = [
   ...exampleEvents,
@@ -36,6 +38,21 @@ const testEvents = [
     handle(event, context) {
       replayRuns.push({ note: event.data.note, delivery: context.delivery });
       replayRan?.();
+      return Promise.resolve();
+    },
+  }),
+  // A schema that transforms: applied twice, `duration` would fail as a number and `text` would
+  // be bracketed twice.
+  defineEvent({
+    name: 'transformed.event',
+    data: z.object({
+      id: z.string(),
+      duration: z.string().transform(Number),
+      text: z.string().transform((text) => `[${text}]`),
+    }),
+    handle(event, context) {
+      transformedRuns.push({ ...event.data, replay: context.delivery.replay });
+      transformedRan?.();
       return Promise.resolve();
     },
   }),
@@ -156,4 +173,24 @@ it("a replay runs a custom event's handle again, with the delivery as accepted a
     ['as sent', true],
   ]);
   expect(replayRuns[1]?.delivery.receivedAt).toBe(replayRuns[0]?.delivery.receivedAt);
+});
+
+it('a schema that transforms is applied once: by the worker, and again only on a replay of what was sent', async () => {
+  const id = `transformed-${randomUUID()}`;
+  const sent = { event: 'transformed.event', data: { id, duration: '2.5', text: 'hi' } };
+  await pipeline.post(sent).expect(202);
+  expect(await pipeline.settled(id)).toMatchObject({ state: 'completed' });
+  // The queue holds what the provider sent, not the schema's output.
+  const [job] = await pipeline.receiver.queue.getJobs(['completed']).then((jobs) =>
+    jobs.filter((j) => j.data.event.data.id === id),
+  );
+  expect(job?.data.event).toEqual(sent);
+
+  const again = new Promise<void>((resolve) => (transformedRan = resolve));
+  expect(await pipeline.cli('replay', '--id', id)).toMatchObject({ code: 0 });
+  await again;
+  expect(transformedRuns.filter((run) => run.id === id)).toEqual([
+    { id, duration: 2.5, text: '[hi]', replay: false },
+    { id, duration: 2.5, text: '[hi]', replay: true },
+  ]);
 });

@@ -40,7 +40,7 @@ describe('customEvents', () => {
 });
 
 describe('parseEvent with custom events', () => {
-  it('a custom event whose data fits its schema is known, with the data as the schema gives it', () => {
+  it('a custom event whose data fits its schema is known, with the delivery as it was sent', () => {
     expect(parseEvent(bytes(converted), custom)).toEqual({
       ok: true,
       known: true,
