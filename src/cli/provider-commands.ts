@@ -1,5 +1,5 @@
-import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { RedisConnection } from '../redis/connections.js';
 import { parseSettings, type Config } from '../config/config.js';
 import { createProviderClient, type ProviderClient } from '../provider/create-provider-client.js';
@@ -11,6 +11,7 @@ import {
 } from '../provider/provider-errors.js';
 import { PROVIDER_SETTINGS } from '../provider/provider-settings.js';
 import { createLocalBlobArea } from '../storage/local-blob-area.js';
+import { writeAtomically } from '../storage/write-atomically.js';
 import { MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
 import { startProgress } from './progress.js';
@@ -33,14 +34,6 @@ const EXTENSIONS: Readonly<Record<string, string>> = {
   'audio/ogg': '.ogg',
   'audio/flac': '.flac',
 };
-
-/** Written whole or not at all: a killed run leaves no half file to be taken for done. */
-async function writeAtomically(path: string, bytes: Buffer): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
-  const temp = `${path}.partial-${process.pid}`;
-  await writeFile(temp, bytes);
-  await rename(temp, path);
-}
 
 /** The client as the CLI builds it: PROVIDER_* settings, the service's Redis and prefix. */
 async function withClient<T>(

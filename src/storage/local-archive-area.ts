@@ -1,10 +1,9 @@
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { readdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { ArchiveArea } from './audio-store.js';
 import { archiveSegments } from './archive-path.js';
 import { storageError } from './storage-errors.js';
-
-let tempCounter = 0;
+import { writeAtomically } from './write-atomically.js';
 
 /**
  * The archive as files under `root` (`<AUDIO_DIR>/.archive`). A file appears whole (temp file
@@ -19,18 +18,8 @@ export function createLocalArchiveArea(root: string): ArchiveArea {
   };
   return {
     async put(path, body) {
-      const target = file(path);
-      tempCounter++;
-      // A dot in front: list() never shows it, and the sweep removes it with its hour.
-      const temp = join(dirname(target), `.partial-${process.pid}-${tempCounter}`);
-      try {
-        await mkdir(dirname(target), { recursive: true });
-        await writeFile(temp, body, { flag: 'wx' });
-        await rename(temp, target);
-      } catch (error: unknown) {
-        await rm(temp, { force: true }).catch(() => undefined);
-        fail(`archiving ${path}`)(error);
-      }
+      // The temp's dot in front: list() never shows it, and the sweep removes it with its hour.
+      await writeAtomically(file(path), body).catch(fail(`archiving ${path}`));
     },
     async get(path) {
       return readFile(file(path)).catch((error: unknown) => {

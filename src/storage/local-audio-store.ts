@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import {
   mkdir,
@@ -10,7 +10,6 @@ import {
   unlink,
   type FileHandle,
 } from 'node:fs/promises';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { ARCHIVE_FOLDER, type AudioMetadata, type AudioStore } from './audio-store.js';
@@ -18,35 +17,7 @@ import { inSpan } from '../telemetry/tracing.js';
 import { storageError } from './storage-errors.js';
 import { createLocalArchiveArea } from './local-archive-area.js';
 import { groupCommit } from '../util/group-commit.js';
-
-/** Temp names say which host and process wrote them, so start-up removes only dead writers' files. */
-const HOST_TAG = createHash('sha256').update(hostname()).digest('hex').slice(0, 8);
-const TEMP = /^\.partial-([0-9a-f]{8})-(\d+)-[0-9a-f]+$/;
-/** A temp file from another host is only presumed dead after this long. */
-const FOREIGN_TEMP_MAX_AGE_MS = 24 * 3600 * 1000;
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error: unknown) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/**
- * True when the file is older than `ms`; false when it is gone. On a shared volume another pod
- * renames its temp file away between our readdir and this stat: that ENOENT once made a worker
- * exit "fatal" at start.
- */
-async function olderThan(path: string, ms: number): Promise<boolean> {
-  try {
-    return Date.now() - (await stat(path)).mtimeMs > ms;
-  } catch (error: unknown) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
-  }
-}
+import { isAbandonedTemp, tempName } from './temp-name.js';
 
 async function fsyncDirectory(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
@@ -160,18 +131,6 @@ export async function writeBatched(
 }
 
 /**
- * Random per process, then a counter: unique without asking the kernel for entropy per file
- * (randomBytes was 1 % of a worker's CPU), and 'wx' refuses a clash anyway.
- */
-const TEMP_PREFIX = `.partial-${HOST_TAG}-${process.pid}-${randomBytes(6).toString('hex')}`;
-let tempCounter = 0;
-
-function tempName(): string {
-  tempCounter++;
-  return `${TEMP_PREFIX}${tempCounter.toString(16).padStart(4, '0')}`;
-}
-
-/**
  * Creates AUDIO_DIR and proves it writable with a real file (as root, permission bits say
  * nothing; a read-only mount or a full disk only shows on a write), so a worker that cannot
  * store audio refuses to start instead of failing every job.
@@ -256,17 +215,9 @@ export async function createLocalAudioStore(dir: string): Promise<AudioStore> {
     async removeStaleTemps() {
       const removed: string[] = [];
       for (const name of await readdir(dir)) {
-        const match = TEMP.exec(name);
-        if (!match) continue;
-        const [, host, pid] = match;
-        const mine = host === HOST_TAG;
-        const stale = mine
-          ? Number(pid) === process.pid || !isAlive(Number(pid))
-          : await olderThan(join(dir, name), FOREIGN_TEMP_MAX_AGE_MS);
-        if (stale) {
-          await unlink(join(dir, name)).catch(() => undefined);
-          removed.push(name);
-        }
+        if (!(await isAbandonedTemp(name, join(dir, name)))) continue;
+        await unlink(join(dir, name)).catch(() => undefined);
+        removed.push(name);
       }
       return removed;
     },

@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BlobArea } from '../provider/tts-cache.js';
+import { writeAtomically } from './write-atomically.js';
 
 /** Names the area makes: hex and dashes only, so a name read back can never leave the folder. */
 const NAME = /^[0-9a-f-]{1,128}$/;
@@ -18,11 +18,7 @@ export function createLocalBlobArea(dir: string): BlobArea {
   };
   return {
     async put(name, bytes) {
-      const target = path(name);
-      await mkdir(dir, { recursive: true });
-      const temp = join(dir, `.partial-${randomBytes(6).toString('hex')}`);
-      await writeFile(temp, bytes, { flag: 'wx' });
-      await rename(temp, target);
+      await writeAtomically(path(name), bytes);
     },
     async get(name) {
       try {

@@ -1,9 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { createLocalAudioStore } from '../../src/storage/local-audio-store';
+import { WRITER_TAG } from '../../src/storage/temp-name';
 
 const fresh = () => mkdtempSync(join(tmpdir(), 'aw-store-'));
 
@@ -72,9 +73,9 @@ it('holds() checks size and SHA-256', async () => {
   expect(await store.holds('missing.mp3', 1000, sha)).toBe(false);
 });
 
-it('removes only temps whose writer is dead', async () => {
+it('removes only temps whose writer is dead (same host and PID namespace), not a live one’s nor another host’s', async () => {
   const dir = fresh();
-  const tag = createHash('sha256').update(hostname()).digest('hex').slice(0, 8);
+  const tag = WRITER_TAG;
   const dead = `.partial-${tag}-999999999-aa`;
   const alive = `.partial-${tag}-${process.ppid}-bb`;
   const foreign = '.partial-00000000-1-cc';

@@ -1,0 +1,111 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+// Worker pods share AUDIO_DIR (the Kubernetes base's ReadWriteMany claim), and under the Docker
+// image every container's node has the same PID. Two such writers are run here as they would be:
+// each in a PID namespace of its own (`unshare --pid --fork`: both are PID 1), on one directory.
+const DIST = join(__dirname, '..', '..', 'dist');
+
+interface Writer {
+  /** Lines the script printed, as they come. */
+  readonly lines: AsyncIterableIterator<string>;
+  /** Sends one line, the last: the script's stdin ends, so it can exit. */
+  tell(line: string): void;
+  readonly exited: Promise<number | null>;
+}
+
+/** Runs `script` (CommonJS, `dist` in scope) as PID 1 of a PID namespace of its own. */
+function pidOne(script: string, dir: string): Writer {
+  const child = spawn('unshare', ['--pid', '--fork', process.execPath, '-e', script, DIST, dir], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  return {
+    lines,
+    tell: (line) => child.stdin.end(`${line}\n`),
+    exited: once(child, 'exit').then(([code]) => code as number | null),
+  };
+}
+
+async function next(writer: Writer): Promise<string> {
+  const line = await writer.lines.next();
+  if (line.done === true) throw new Error('the writer ended early');
+  return line.value;
+}
+
+const COMMON = `
+const [dist, dir] = process.argv.slice(1);
+const { join } = require('node:path');
+const lines = require('node:readline').createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+const heard = async () => (await lines.next()).value;
+`;
+
+it('two archive writers that share a PID, on one directory: every write lands, none removes another’s', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'aw-shared-archive-'));
+  const script = `${COMMON}
+const { createLocalArchiveArea } = require(join(dist, 'storage', 'local-archive-area.js'));
+(async () => {
+  const area = createLocalArchiveArea(dir);
+  console.log('pid ' + process.pid);
+  await heard();
+  const results = await Promise.allSettled(
+    Array.from({ length: 200 }, (_u, i) =>
+      area.put('2026-11-24/09/w' + process.argv[3] + '-' + i + '.json', Buffer.from('{"n":' + i + '}')),
+    ),
+  );
+  console.log('failed ' + results.filter((r) => r.status === 'rejected').length);
+})();`;
+  const writers = ['a', 'b'].map((name) =>
+    pidOne(script.replace('process.argv[3]', `'${name}'`), dir),
+  );
+  expect(await Promise.all(writers.map(next))).toEqual(['pid 1', 'pid 1']);
+  for (const writer of writers) writer.tell('go');
+  expect(await Promise.all(writers.map(next))).toEqual(['failed 0', 'failed 0']);
+  await Promise.all(writers.map((writer) => writer.exited));
+  expect(readdirSync(join(dir, '2026-11-24', '09')).sort()).toHaveLength(400);
+});
+
+it('a worker starting beside another that shares its PID leaves that one’s download in progress alone', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'aw-shared-audio-'));
+  // A: a write whose source waits for a line on stdin, so its temp file stays open meanwhile.
+  const writing = pidOne(
+    `${COMMON}
+const { createLocalAudioStore } = require(join(dist, 'storage', 'local-audio-store.js'));
+(async () => {
+  const store = await createLocalAudioStore(dir);
+  const done = store.write('item.wav', (async function* () {
+    yield Buffer.from('first half ');
+    console.log('writing');
+    await heard();
+    yield Buffer.from('second half');
+  })());
+  await done;
+  console.log('written');
+})();`,
+    dir,
+  );
+  expect(await next(writing)).toBe('writing');
+  const temps = readdirSync(dir).filter((name) => name.startsWith('.partial-'));
+  expect(temps).toHaveLength(1);
+  // B: a worker's start-up clean-up, as createWorkerContext runs it.
+  const starting = pidOne(
+    `${COMMON}
+const { createLocalAudioStore } = require(join(dist, 'storage', 'local-audio-store.js'));
+(async () => {
+  const store = await createLocalAudioStore(dir);
+  console.log(JSON.stringify(await store.removeStaleTemps()));
+  process.stdin.destroy();
+})();`,
+    dir,
+  );
+  expect(await next(starting)).toBe('[]');
+  expect(await starting.exited).toBe(0);
+  writing.tell('go');
+  expect(await next(writing)).toBe('written');
+  expect(await writing.exited).toBe(0);
+  expect(readdirSync(dir)).toEqual(['item.wav']);
+});
