@@ -1,6 +1,4 @@
-import type { Logger } from 'pino';
-import type { Config } from './config/config.js';
-import type { AudioStore } from './storage/audio-store.js';
+import type { CreateStore } from './storage/create-audio-store.js';
 import { customEvents, EventDefinitionError, type CustomEvents } from './webhooks/custom-events.js';
 import type { Hooks } from './workers/hooks.js';
 
@@ -8,7 +6,7 @@ import type { Hooks } from './workers/hooks.js';
 export interface CustomCode {
   readonly hooks: Partial<Hooks>;
   readonly events: CustomEvents;
-  readonly createStore: ((config: Config, logger: Logger) => Promise<AudioStore>) | undefined;
+  readonly createStore: CreateStore | undefined;
 }
 
 /**

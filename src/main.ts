@@ -10,6 +10,7 @@ import { packageVersion, reportStartup } from './startup-report.js';
 import { startTracing } from './telemetry/tracing.js';
 import { runReceiverCluster, SHUTDOWN_MESSAGE } from './web/cluster.js';
 import { StorageError } from './storage/storage-errors.js';
+import { createAudioStore } from './storage/create-audio-store.js';
 import { startWorkers } from './workers/start-workers.js';
 import { serveWorkerHealth } from './workers/health-server.js';
 import { CaFileError } from './workers/worker-context.js';
@@ -59,7 +60,7 @@ async function main(): Promise<void> {
       : await startWorkers(config, logger, {
           hooks: custom.hooks,
           customEvents: custom.events,
-          store: await custom.createStore?.(config, logger),
+          store: await createAudioStore(config, { custom: custom.createStore, logger }),
           telemetry: tracing?.telemetry,
           alsoRegisterOn: web?.receiver.metrics.registry,
         });

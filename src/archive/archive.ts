@@ -7,12 +7,14 @@ import type { Delivery } from '../webhooks/define-event.js';
 /**
  * The archive of accepted deliveries, for `replay`: one small JSON file per delivery in the
  * audio store's ARCHIVE area (`.archive/` under AUDIO_DIR or S3_PREFIX), laid out by the hour it
- * was received, so a time range is found by listing a few folders and an id by file names alone:
+ * was received and, inside the hour, by item, so a time range is found by listing a few hour
+ * folders and an id by listing one small folder per hour, never an hour's millions of names:
  *
- *     .archive/2026-11-24/09/20261124T091502123Z_<job id>_<file stem>.json
+ *     .archive/2026-11-24/09/<file stem>/20261124T091502123Z_<job id>.json
  *
  * The path is made of the receipt time, the job id and the item's file stem (storage/file-name.ts),
  * never of a delivery's text. The same delivery archived twice (a job re-run) has the same path.
+ * Entries of the first layout (`<hour>/<time>_<job id>_<stem>.json`) are still read by ranges.
  */
 
 /** What one archive file holds. */
@@ -42,10 +44,12 @@ const entrySchema = z.object({
 const HOUR_MS = 3600 * 1000;
 const DAY_FOLDER = /^(\d{4}-\d{2}-\d{2})\/$/;
 const HOUR_FOLDER = /^(\d{2})\/$/;
-/** `<time>_<job id>_<stem>.json`: neither the time nor a job id holds `_`; a stem may. */
-const ENTRY = /^(\d{8}T\d{9}Z)_([A-Za-z0-9-]{1,64})_(.+)\.json$/;
+/** `<stem>/<time>_<job id>.json`, relative to its hour: neither the time nor a job id holds `_`. */
+const ENTRY = /^([^/]+)\/(\d{8}T\d{9}Z)_[A-Za-z0-9-]{1,64}\.json$/;
+/** The first layout's `<time>_<job id>_<stem>.json`, directly in the hour. */
+const FIRST_LAYOUT_ENTRY = /^(\d{8}T\d{9}Z)_[A-Za-z0-9-]{1,64}_([^/]+)\.json$/;
 const PLAIN_JOB_ID = /^[A-Za-z0-9-]{1,64}$/;
-/** Archive files read at once while a query runs: bounded, in order. */
+/** Archive files read at once while a query runs: what a query holds is this and a listing page. */
 const READS_IN_FLIGHT = 32;
 
 /** Which archived deliveries a query wants. Every field narrows; none: all of them. */
@@ -73,9 +77,12 @@ export interface Archive {
     readonly jobId: string;
     readonly receivedAt: string;
   }): Promise<void>;
-  /** How many files a query's time range and ids select, by their names only (no reads). */
-  count(query: ArchiveQuery): Promise<number>;
-  /** The entries a query selects, oldest first; reads a bounded number of files at a time. */
+  /** The hour folders a query's time range touches, oldest first (`2026-11-24/09/`). */
+  hours(query: ArchiveQuery): Promise<string[]>;
+  /**
+   * The entries a query selects, hour by hour, oldest hour first (inside an hour, in the order
+   * the store lists); memory is bounded by a listing page and a batch of reads, never an hour.
+   */
   find(
     query: ArchiveQuery,
     onUnreadable?: (entry: UnreadableEntry) => void,
@@ -110,7 +117,21 @@ export function archivePath(receivedAt: string, jobId: string, id: string): stri
   const date = new Date(receivedAt);
   if (Number.isNaN(date.getTime())) throw new Error(`not a time: ${JSON.stringify(receivedAt)}`);
   const iso = date.toISOString();
-  return `${iso.slice(0, 10)}/${iso.slice(11, 13)}/${compactTime(date)}_${jobSegment(jobId)}_${fileStem(id)}.json`;
+  return `${hourFolder(iso)}${fileStem(id)}/${compactTime(date)}_${jobSegment(jobId)}.json`;
+}
+
+/** `2026-11-24T09:…` → `2026-11-24/09/`. */
+function hourFolder(iso: string): string {
+  return `${iso.slice(0, 10)}/${iso.slice(11, 13)}/`;
+}
+
+/** An entry's name within its hour, either layout, as its stem and time; undefined if not one. */
+function entryName(name: string): { stem: string; time: number } | undefined {
+  const match = ENTRY.exec(name);
+  if (match !== null) return { stem: match[1] ?? '', time: fromCompactTime(match[2] ?? '') };
+  const first = FIRST_LAYOUT_ENTRY.exec(name);
+  if (first !== null) return { stem: first[2] ?? '', time: fromCompactTime(first[1] ?? '') };
+  return undefined;
 }
 
 interface Candidate {
@@ -118,41 +139,69 @@ interface Candidate {
   readonly time: number;
 }
 
+/** Every name a listing gives, gathered: only for the day and hour folders, a few dozen. */
+async function names(listing: AsyncIterable<string>): Promise<string[]> {
+  const all: string[] = [];
+  for await (const name of listing) all.push(name);
+  return all;
+}
+
+async function isEmpty(listing: AsyncIterable<string>): Promise<boolean> {
+  // Returning from the loop closes the listing (a directory handle, a paged request).
+  for await (const _name of listing) return false;
+  return true;
+}
+
 export function createArchive(area: ArchiveArea): Archive {
   /** The hour folders that may hold entries in [since, until], oldest first. */
-  async function* hours(since: number, until: number): AsyncGenerator<string> {
-    const days = (await area.list('')).flatMap((name) => DAY_FOLDER.exec(name)?.[1] ?? []).sort();
+  async function hoursBetween(since: number, until: number): Promise<string[]> {
+    const days = (await names(area.list('')))
+      .flatMap((name) => DAY_FOLDER.exec(name)?.[1] ?? [])
+      .sort();
+    const hours: string[] = [];
     for (const day of days) {
       const dayStart = Date.parse(`${day}T00:00:00Z`);
       if (dayStart + 24 * HOUR_MS <= since || dayStart > until) continue;
-      const inDay = (await area.list(`${day}/`))
+      const inDay = (await names(area.list(`${day}/`)))
         .flatMap((name) => HOUR_FOLDER.exec(name)?.[1] ?? [])
         .sort();
       for (const hour of inDay) {
         const hourStart = dayStart + Number(hour) * HOUR_MS;
         if (hourStart + HOUR_MS <= since || hourStart > until) continue;
-        yield `${day}/${hour}/`;
+        hours.push(`${day}/${hour}/`);
       }
     }
+    return hours;
   }
 
-  /** The files a query selects by name (time range, ids), folder by folder, oldest first. */
-  async function* candidates(query: ArchiveQuery): AsyncGenerator<Candidate[]> {
-    const since = query.since?.getTime() ?? -Infinity;
-    const until = query.until?.getTime() ?? Infinity;
-    const stems = query.ids === undefined ? undefined : new Set(query.ids.map(fileStem));
-    for await (const folder of hours(since, until)) {
-      const selected: Candidate[] = [];
-      for (const name of (await area.list(folder)).sort()) {
-        const match = ENTRY.exec(name);
-        if (match === null) continue;
-        const [, time = '', , stem = ''] = match;
-        const at = fromCompactTime(time);
-        if (at < since || at > until) continue;
-        if (stems !== undefined && !stems.has(stem)) continue;
-        selected.push({ path: `${folder}${name}`, time: at });
+  const range = (query: ArchiveQuery) => ({
+    since: query.since?.getTime() ?? -Infinity,
+    until: query.until?.getTime() ?? Infinity,
+  });
+
+  /**
+   * The files a query selects by name, one at a time: with ids, each id's own folder in each
+   * hour (one short listing per hour and id); else every file of each hour, streamed.
+   */
+  async function* candidates(query: ArchiveQuery): AsyncGenerator<Candidate> {
+    const { since, until } = range(query);
+    const stems = query.ids === undefined ? undefined : [...new Set(query.ids.map(fileStem))];
+    for (const hour of await hoursBetween(since, until)) {
+      const listings =
+        stems === undefined
+          ? [{ under: hour, listing: area.list(hour, { deep: true }) }]
+          : stems.map((stem) => ({
+              under: `${hour}${stem}/`,
+              listing: area.list(`${hour}${stem}/`),
+            }));
+      for (const { under, listing } of listings) {
+        for await (const name of listing) {
+          const path = `${under}${name}`;
+          const entry = entryName(path.slice(hour.length));
+          if (entry === undefined || entry.time < since || entry.time > until) continue;
+          yield { path, time: entry.time };
+        }
       }
-      if (selected.length > 0) yield selected;
     }
   }
 
@@ -189,47 +238,49 @@ export function createArchive(area: ArchiveArea): Archive {
       );
     },
 
-    async count(query) {
-      let total = 0;
-      for await (const selected of candidates(query)) total += selected.length;
-      return total;
+    hours(query) {
+      const { since, until } = range(query);
+      return hoursBetween(since, until);
     },
 
     async *find(query, onUnreadable) {
       const ids = query.ids === undefined ? undefined : new Set(query.ids);
-      for await (const selected of candidates(query)) {
-        for (let start = 0; start < selected.length; start += READS_IN_FLIGHT) {
-          const entries = await Promise.all(
-            selected.slice(start, start + READS_IN_FLIGHT).map(read),
-          );
-          for (const entry of entries) {
-            if ('unreadable' in entry) {
-              onUnreadable?.(entry.unreadable);
-              continue;
-            }
-            // Selected by the id's file stem; the id itself decides.
-            if (ids !== undefined && !ids.has(entry.id)) continue;
-            if (query.event !== undefined && entry.event !== query.event) continue;
-            yield entry;
+      const readBatch = async function* (batch: Candidate[]) {
+        for (const entry of await Promise.all(batch.map(read))) {
+          if ('unreadable' in entry) {
+            onUnreadable?.(entry.unreadable);
+            continue;
           }
+          // Selected by the id's file stem; the id itself decides.
+          if (ids !== undefined && !ids.has(entry.id)) continue;
+          if (query.event !== undefined && entry.event !== query.event) continue;
+          yield entry;
         }
+      };
+      let batch: Candidate[] = [];
+      for await (const candidate of candidates(query)) {
+        batch.push(candidate);
+        if (batch.length < READS_IN_FLIGHT) continue;
+        yield* readBatch(batch);
+        batch = [];
       }
+      yield* readBatch(batch);
     },
 
     async sweep(retentionHours, now = new Date()) {
       const cutoff = now.getTime() - retentionHours * HOUR_MS;
       const removed: string[] = [];
-      for await (const folder of hours(-Infinity, cutoff)) {
+      for (const folder of await hoursBetween(-Infinity, cutoff)) {
         const [day = '', hour = ''] = folder.split('/');
         if (Date.parse(`${day}T${hour}:00:00Z`) + HOUR_MS > cutoff) continue;
         await area.remove(folder);
         removed.push(folder);
       }
       // A day folder left empty goes too (another sweeper may be removing it as well).
-      for (const name of await area.list('')) {
+      for (const name of await names(area.list(''))) {
         const day = DAY_FOLDER.exec(name)?.[1];
         if (day === undefined || Date.parse(`${day}T00:00:00Z`) + 24 * HOUR_MS > cutoff) continue;
-        if ((await area.list(name)).length === 0) await area.remove(name);
+        if (await isEmpty(area.list(name))) await area.remove(name);
       }
       return removed;
     },

@@ -38,10 +38,25 @@ export interface ReplayOptions {
   readonly batchSize?: number;
   /** @defaultValue REPLAY_MAX_BACKLOG */
   readonly maxBacklog?: number;
+  /** A backlog that has not gone down for this long stops the replay. @defaultValue 120 s */
+  readonly stalledAfterMs?: number;
   /** Called after every batch, and while waiting on the backlog. @defaultValue none */
   readonly onProgress?: (progress: ReplayProgress) => void;
   /** @defaultValue the current time */
   readonly now?: () => Date;
+  /**
+   * The command that resumes this replay from the delivery received at `from` (ISO 8601), for
+   * the message of a stalled replay. @defaultValue `--since <from>` alone
+   */
+  readonly resumeCommand?: (from: string) => string;
+}
+
+/**
+ * The start of the hour `at` lies in: the archive lists an hour's entries by item, not by time,
+ * so a resume takes the whole hour again (a delivery replayed twice, never one left out).
+ */
+function hourStart(at: string): string {
+  return `${new Date(at).toISOString().slice(0, 13)}:00:00.000Z`;
 }
 
 /** A replay stopped before its end (the workers are not taking jobs); says where to resume. */
@@ -71,6 +86,8 @@ export async function replayDeliveries(
   const batchSize = options.batchSize ?? REPLAY_BATCH;
   const maxBacklog = options.maxBacklog ?? REPLAY_MAX_BACKLOG;
   const now = options.now ?? (() => new Date());
+  const stalledAfterMs = options.stalledAfterMs ?? STALLED_BACKLOG_MS;
+  const resume = options.resumeCommand ?? ((from: string) => `--since ${from}`);
   const at = now().toISOString();
   let progress: ReplayProgress = { seen: 0, queued: 0, alreadyQueued: 0 };
   const report = (next: ReplayProgress) => {
@@ -93,10 +110,10 @@ export async function replayDeliveries(
     let movedAt = Date.now();
     while (waiting >= maxBacklog) {
       report({ ...progress, waitingOnBacklog: waiting });
-      if (Date.now() - movedAt > STALLED_BACKLOG_MS) {
+      if (Date.now() - movedAt > stalledAfterMs) {
         throw new ReplayStalledError(
-          `${waiting} jobs have waited ${STALLED_BACKLOG_MS / 1000} s without going down (are the workers running?); ` +
-            `${progress.queued} replayed so far. Resume with --since ${first.received_at}`,
+          `${waiting} jobs have waited ${stalledAfterMs / 1000} s without going down (are the workers running?); ` +
+            `${progress.queued} replayed so far. Resume with: ${resume(hourStart(first.received_at))}`,
         );
       }
       await new Promise((resolve) => setTimeout(resolve, BACKLOG_POLL_MS));

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { pino } from 'pino';
 import type { Config } from '../config/config.js';
 import {
@@ -12,9 +11,8 @@ import { loadCustom } from '../load-custom.js';
 import { createLogger } from '../logger.js';
 import { createDeliveryQueue } from '../queue/delivery-queue.js';
 import type { RedisConnection } from '../redis/connections.js';
-import { ARCHIVE_FOLDER, type ArchiveArea } from '../storage/audio-store.js';
-import { createLocalArchiveArea } from '../storage/local-archive-area.js';
-import { createS3AudioStore } from '../storage/s3-audio-store.js';
+import type { ArchiveArea } from '../storage/audio-store.js';
+import { createAudioStore } from '../storage/create-audio-store.js';
 import { OperationalError, UsageError } from './cli-errors.js';
 import type { Output } from './print.js';
 import { startProgress } from './progress.js';
@@ -45,12 +43,20 @@ export function parseWhen(flag: string, text: string, now: Date): Date {
     iso === null
       ? Number.NaN
       : Date.parse(text.length === 10 || iso[1] !== undefined ? text : `${text}Z`);
-  if (Number.isNaN(when)) {
+  if (Number.isNaN(when) || !isCalendarDate(text.slice(0, 10))) {
     throw new UsageError(
       `--${flag} ${JSON.stringify(text)} is not a time: give an ISO 8601 time (2026-11-24T09:00:00Z) or a duration back from now (90m, 2h, 3d)`,
     );
   }
   return new Date(when);
+}
+
+/** `2026-02-30` is no date: Date.parse rolls it over to March 2, so the day is checked back. */
+function isCalendarDate(ymd: string): boolean {
+  const [y, m, d] = ymd.split('-').map(Number);
+  if (y === undefined || m === undefined || d === undefined) return false;
+  const date = new Date(Date.UTC(y, m - 1, d));
+  return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
 }
 
 /** The query the flags ask for; a usage error for a combination that asks nothing or nonsense. */
@@ -74,24 +80,17 @@ export function replayQuery(args: ReplayArgs, now: Date): ArchiveQuery {
   };
 }
 
-/**
- * The archive in the store the service writes to: src/custom/store.ts's when there is one,
- * else AUDIO_STORE's. Only read here: the local store's folder is not created or probed.
- */
+/** The archive in the store the service writes to, opened as the workers open it, to read. */
 async function openArchiveArea(config: Config): Promise<ArchiveArea> {
-  const custom = loadCustom().createStore;
-  if (custom !== undefined) {
-    const store = await custom(config, createLogger('warn', pino.destination(2)));
-    if (store.archive === undefined)
-      throw new OperationalError(
-        'the store of src/custom/store.ts keeps no archive (no `archive`)',
-      );
-    return store.archive;
-  }
-  if (config.audioStore === 'local')
-    return createLocalArchiveArea(join(config.audioDir, ARCHIVE_FOLDER));
-  const store = createS3AudioStore(config);
-  await store.checkBucket();
+  const store = await createAudioStore(config, {
+    custom: loadCustom().createStore,
+    logger: createLogger('warn', pino.destination(2)),
+    writable: false,
+  });
+  if (store.archive === undefined)
+    throw new OperationalError(
+      'the audio store keeps no archive (no `archive`): replay finds nothing',
+    );
   return store.archive;
 }
 
@@ -124,16 +123,15 @@ export async function runReplay(
         `audio-webhooks: ${unreadable.length} archive file(s) could not be read and were left out (first: ${first.path}: ${first.reason})\n`,
       );
   };
-  /** The deliveries the query selects, and how many (for the progress bar). */
+  /** The deliveries the query selects, and the hour folders they lie in (the progress bar's). */
   async function select(): Promise<{
     selected: AsyncIterable<ArchivedDelivery> | Iterable<ArchivedDelivery>;
-    total: number;
+    hours: readonly string[];
   }> {
     const archive = createArchive(await openArchiveArea(config));
-    if (query.ids === undefined) {
-      const total = args.dryRun ? 0 : await archive.count(query);
-      return { selected: archive.find(query, noteUnreadable), total };
-    }
+    // A range is streamed, never counted first: a second listing of millions for a bar.
+    const hours = await archive.hours(query);
+    if (query.ids === undefined) return { selected: archive.find(query, noteUnreadable), hours };
     // Few entries per id: held, so a missing id stops the command before anything changes.
     const found: ArchivedDelivery[] = [];
     for await (const entry of archive.find(query, noteUnreadable)) found.push(entry);
@@ -147,7 +145,7 @@ export async function runReplay(
         `nothing archived for id ${missing.map((id) => JSON.stringify(id)).join(', ')}${query.event === undefined ? '' : ` and event ${query.event}`}${off}`,
       );
     }
-    return { selected: found, total: found.length };
+    return { selected: found, hours };
   }
 
   if (args.dryRun) {
@@ -169,25 +167,39 @@ export async function runReplay(
 
   // Redis before the store: an unreachable one is said before the archive is read.
   return withRedis(async (redis) => {
-    const { selected, total } = await select();
+    const { selected, hours } = await select();
     const queue = createDeliveryQueue({ connection: redis, prefix: config.queuePrefix });
     const progress = startProgress(
       errors,
-      'replay {bar} {value}/{total} | queued {queued} | already queued {already}',
-      total,
-      { queued: '0', already: '0' },
+      'replay {bar} hour {value}/{total} | {seen} read | queued {queued} | already queued {already}',
+      hours.length,
+      { seen: '0', queued: '0', already: '0' },
     );
+    // The hour of the entry last read: the bar moves by hours, which are known without a count.
+    let hour = 0;
+    const tracked = (async function* () {
+      for await (const entry of selected) {
+        const at = hours.indexOf(hourOf(entry.received_at), hour);
+        if (at >= 0) hour = at;
+        yield entry;
+      }
+    })();
     try {
-      const done = await replayDeliveries(queue, selected, {
+      const done = await replayDeliveries(queue, tracked, {
+        resumeCommand: (from) => resumeCommand(args, query, from),
         onProgress(step) {
           const waiting =
             step.waitingOnBacklog === undefined
               ? ''
               : `, waiting: ${step.waitingOnBacklog} jobs not yet taken`;
           progress.update(
-            step.seen,
-            { queued: String(step.queued), already: String(step.alreadyQueued) },
-            `replay: ${step.seen}/${total} looked at, ${step.queued} queued, ${step.alreadyQueued} already queued${waiting}`,
+            hour + 1,
+            {
+              seen: String(step.seen),
+              queued: String(step.queued),
+              already: String(step.alreadyQueued),
+            },
+            `replay: ${step.seen} looked at, ${step.queued} queued, ${step.alreadyQueued} already queued (hour ${hour + 1} of ${hours.length})${waiting}`,
           );
         },
       });
@@ -204,4 +216,26 @@ export async function runReplay(
       await queue.close();
     }
   });
+}
+
+/** `2026-11-24T09:15:02.123Z` → the archive's hour folder `2026-11-24/09/`. */
+function hourOf(receivedAt: string): string {
+  const iso = new Date(receivedAt).toISOString();
+  return `${iso.slice(0, 10)}/${iso.slice(11, 13)}/`;
+}
+
+/**
+ * The command that goes on with exactly what was asked, from the delivery received at `from`
+ * on: the same ids and event, and the times as absolute ones (`2h` would have moved).
+ */
+export function resumeCommand(args: ReplayArgs, query: ArchiveQuery, from: string): string {
+  const quote = (text: string) =>
+    /^[\w.:@%+=,/-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+  return [
+    'audio-webhooks replay',
+    ...args.ids.map((id) => `--id ${quote(id)}`),
+    `--since ${from}`,
+    ...(query.until === undefined ? [] : [`--until ${query.until.toISOString()}`]),
+    ...(args.event === undefined ? [] : [`--event ${quote(args.event)}`]),
+  ].join(' ');
 }

@@ -68,8 +68,13 @@ export interface ArchiveArea {
   put(path: string, body: Uint8Array): Promise<void>;
   /** The file's bytes, or undefined when there is none. */
   get(path: string): Promise<Uint8Array | undefined>;
-  /** What `folder` ('' for the top) holds: files by name, folders by name and a trailing `/`. */
-  list(folder: string): Promise<string[]>;
+  /**
+   * What `folder` ('' for the top) holds: files by name, folders by name and a trailing `/`;
+   * with `deep`, every file below it as a path relative to it (no folders). Streamed a page at a
+   * time (an hour may hold millions of entries), in no promised order; names starting with a dot
+   * (temp files) are never listed; a folder that does not exist lists nothing.
+   */
+  list(folder: string, options?: { readonly deep?: boolean }): AsyncIterable<string>;
   /** Removes `folder` and everything in it; nothing there is not an error. */
   remove(folder: string): Promise<void>;
 }

@@ -154,8 +154,12 @@ async function checkWritable(dir: string): Promise<void> {
 }
 
 /** Audio on the local filesystem (a volume in Docker). Names come from fileStem, never from input. */
-export async function createLocalAudioStore(dir: string): Promise<AudioStore> {
-  await checkWritable(dir);
+export async function createLocalAudioStore(
+  dir: string,
+  /** `writable: false` for a reader (the CLI): AUDIO_DIR is then neither created nor probed. */
+  { writable = true }: { readonly writable?: boolean } = {},
+): Promise<AudioStore> {
+  if (writable) await checkWritable(dir);
   // Up to 2 × WORKER_CONCURRENCY renames at once share a handful of directory fsyncs.
   const syncDirectory = groupCommit(() => fsyncDirectory(dir));
   return {

@@ -426,16 +426,22 @@ function createS3ArchiveArea(
         throw fail(error, `reading the archive's ${path}`);
       }
     },
-    async list(path) {
+    async *list(path, options) {
       const prefix = folderKey(path);
-      const names: string[] = [];
-      for await (const page of pages(prefix, '/')) {
-        for (const folder of page.CommonPrefixes ?? [])
-          if (folder.Prefix !== undefined) names.push(folder.Prefix.slice(prefix.length));
-        for (const object of page.Contents ?? [])
-          if (object.Key !== undefined) names.push(object.Key.slice(prefix.length));
+      const deep = options?.deep === true;
+      // The same names the local area lists: no dot-names (no temp of ours has one here, but a
+      // tool's may), folders with a trailing `/`.
+      const shown = (name: string) => !name.split('/').some((segment) => segment.startsWith('.'));
+      for await (const page of pages(prefix, deep ? undefined : '/')) {
+        for (const folder of page.CommonPrefixes ?? []) {
+          const name = folder.Prefix?.slice(prefix.length);
+          if (name !== undefined && shown(name)) yield name;
+        }
+        for (const object of page.Contents ?? []) {
+          const name = object.Key?.slice(prefix.length);
+          if (name !== undefined && name !== '' && shown(name)) yield name;
+        }
       }
-      return names;
     },
     async remove(path) {
       for await (const page of pages(folderKey(path))) {

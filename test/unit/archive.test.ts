@@ -22,13 +22,23 @@ describe('parseWhen', () => {
     expect(parseWhen('since', text, NOW).toISOString()).toBe(iso);
   });
 
-  it.each(['yesterday', '2h ago', '-2h', '2w', '2026-13-01', '2026-11-24 09:00', '', '1.5h'])(
-    '%j is a usage error naming the flag',
-    (text) => {
-      expect(() => parseWhen('until', text, NOW)).toThrow(UsageError);
-      expect(() => parseWhen('until', text, NOW)).toThrow(/^--until /);
-    },
-  );
+  it.each([
+    'yesterday',
+    '2h ago',
+    '-2h',
+    '2w',
+    '2026-13-01',
+    '2026-11-24 09:00',
+    '',
+    '1.5h',
+    // Dates that are not in the calendar: Date.parse would take the first as March 2.
+    '2026-02-30',
+    '2026-02-29T10:00:00Z',
+    '2026-04-31',
+  ])('%j is a usage error naming the flag', (text) => {
+    expect(() => parseWhen('until', text, NOW)).toThrow(UsageError);
+    expect(() => parseWhen('until', text, NOW)).toThrow(/^--until /);
+  });
 });
 
 describe('replayQuery', () => {
@@ -62,14 +72,14 @@ describe('replayQuery', () => {
 });
 
 describe('the archive layout', () => {
-  it('files a delivery by the hour it was received, under names made of the time, the job and the stem', () => {
+  it('files a delivery by the hour it was received, then by item, under a name made of the time and the job', () => {
     expect(archivePath('2026-11-24T09:15:02.123Z', 'b6f0c3e2-1', 'item-1')).toBe(
-      '2026-11-24/09/20261124T091502123Z_b6f0c3e2-1_item-1.json',
+      '2026-11-24/09/item-1/20261124T091502123Z_b6f0c3e2-1.json',
     );
     // An id unsafe as a name, and a job id that is not ours, never reach the path as they are.
     const path = archivePath('2026-11-24T09:15:02.123Z', 'job:with/slash', '../../etc/passwd');
-    expect(path).toMatch(/^2026-11-24\/09\/20261124T091502123Z_[0-9a-f]{32}_~[0-9a-f]{64}\.json$/);
-    expect(archiveSegments(path, 'file')).toHaveLength(3);
+    expect(path).toMatch(/^2026-11-24\/09\/~[0-9a-f]{64}\/20261124T091502123Z_[0-9a-f]{32}\.json$/);
+    expect(archiveSegments(path, 'file')).toHaveLength(4);
   });
 
   it.each(['../x', 'a/../b', '.hidden', 'a//b', '/abs', 'a\\b'])(
@@ -116,7 +126,7 @@ describe('an archive in a local folder', () => {
     return rows;
   };
 
-  it('finds by time range (both ends included), by id across hours, and by event, oldest first', async () => {
+  it('finds by time range (both ends included), by id across hours, and by event, oldest hour first', async () => {
     const archive = await filled();
     expect(
       await found(archive, {
@@ -134,7 +144,10 @@ describe('an archive in a local folder', () => {
     expect(
       await found(archive, { event: 'audio.ready', since: new Date('2026-11-24T00:00:00Z') }),
     ).toEqual(['2026-11-24T09:10:00.000Z a']);
-    expect(await archive.count({ since: new Date('2026-11-24T00:00:00Z') })).toBe(2);
+    expect(await archive.hours({ since: new Date('2026-11-24T00:00:00Z') })).toEqual([
+      '2026-11-24/09/',
+    ]);
+    expect(await archive.hours({})).toEqual(['2026-11-23/22/', '2026-11-23/23/', '2026-11-24/09/']);
   });
 
   it('records the same delivery twice under one name (a re-run job), and keeps the delivery whole', async () => {
@@ -159,7 +172,8 @@ describe('an archive in a local folder', () => {
   it('reports a file that is not an entry instead of replaying it, and ignores what is not its layout', async () => {
     const archive = await filled();
     const hour = join(dir, '2026-11-24', '09');
-    writeFileSync(join(hour, '20261124T092000000Z_job-9_broken.json'), '{"event":');
+    mkdirSync(join(hour, 'broken'));
+    writeFileSync(join(hour, 'broken', '20261124T092000000Z_job-9.json'), '{"event":');
     writeFileSync(join(hour, 'notes.txt'), 'not an entry');
     mkdirSync(join(dir, 'lost+found'));
     const unreadable: UnreadableEntry[] = [];
@@ -168,9 +182,9 @@ describe('an archive in a local folder', () => {
       unreadable.push(bad),
     ))
       ids.push(entry.id);
-    expect(ids).toEqual(['a', 'weird id/..']);
+    expect(ids.sort()).toEqual(['a', 'weird id/..']);
     expect(unreadable.map((bad) => bad.path)).toEqual([
-      '2026-11-24/09/20261124T092000000Z_job-9_broken.json',
+      '2026-11-24/09/broken/20261124T092000000Z_job-9.json',
     ]);
   });
 
@@ -180,10 +194,50 @@ describe('an archive in a local folder', () => {
     const removed = await archive.sweep(10, NOW);
     expect(removed).toEqual(['2026-11-23/22/', '2026-11-23/23/']);
     expect(readdirSync(dir)).toEqual(['2026-11-24']);
-    expect(await found(archive, {})).toEqual([
+    expect((await found(archive, {})).sort()).toEqual([
       '2026-11-24T09:10:00.000Z a',
       '2026-11-24T09:59:00.000Z weird id/..',
     ]);
     expect(await archive.sweep(10, NOW)).toEqual([]);
+  });
+
+  it('still reads entries of the first layout (<hour>/<time>_<job>_<stem>.json) by range', async () => {
+    const archive = await filled();
+    const entry = {
+      event: 'audio.ready',
+      id: 'old',
+      received_at: '2026-11-24T09:05:00.000Z',
+      job_id: 'job-old',
+      delivery: { event: 'audio.ready', data: { id: 'old' } },
+    };
+    writeFileSync(
+      join(dir, '2026-11-24', '09', '20261124T090500000Z_job-old_old.json'),
+      JSON.stringify(entry),
+    );
+    expect(await found(archive, { since: new Date('2026-11-24T09:00:00Z') })).toContain(
+      '2026-11-24T09:05:00.000Z old',
+    );
+  });
+
+  it('an id is looked for in its own folder of each hour, never by listing the hour', async () => {
+    await filled();
+    // An hour of others: a listing of the hour would meet them; the id's folder does not.
+    const hour = join(dir, '2026-11-24', '09');
+    for (let i = 0; i < 50; i++) mkdirSync(join(hour, `other-${i}`));
+    const listed: string[] = [];
+    const area = createLocalArchiveArea(dir);
+    const watched = createArchive({
+      ...area,
+      list: (folder, options) => {
+        listed.push(`${folder}${options?.deep === true ? ' (deep)' : ''}`);
+        return area.list(folder, options);
+      },
+    });
+    expect(await found(watched, { ids: ['a'] })).toHaveLength(2);
+    expect(listed.filter((folder) => folder.split('/').length > 3)).toEqual([
+      '2026-11-23/22/a/',
+      '2026-11-23/23/a/',
+      '2026-11-24/09/a/',
+    ]);
   });
 });
