@@ -30,6 +30,7 @@ import {
   withMachineLoad,
 } from './lib.js';
 import { countLost } from './verify-stored.js';
+import { runArchiveQueries, type ArchiveQueriesResult } from './archive-queries.js';
 
 const CONNECTIONS = 50;
 const WARMUP_SECONDS = 3;
@@ -251,6 +252,17 @@ function archiveLine(cost: Awaited<ReturnType<typeof archiveCost>>): string {
   return `receiver per CPU second with a worker archiving every delivery it takes: ${cost.onPerCpuSecond} (${cost.onPerSecond}/s; ${cost.archived} archive files written per run) against ${cost.offPerCpuSecond} with ARCHIVE_RETENTION_HOURS=0 (${cost.offPerSecond}/s; ${cost.archivedWhenOff} written), medians of three alternated runs each (${cost.runs.join(', ')}): ratio ${cost.ratio}`;
 }
 
+function archiveQueriesLine(q: ArchiveQueriesResult): string {
+  return `replay over ${q.entries} deliveries archived in one hour: \`replay --id\` ${q.byId.seconds} s, peak RSS ${q.byId.peakRssMb} MB (${q.byId.growthMb} MB above the same command on an empty archive); a dry run of the hour (${q.hourDryRun.listed} listed) ${q.hourDryRun.seconds} s, peak RSS ${q.hourDryRun.peakRssMb} MB (${q.hourDryRun.growthMb} MB above)`;
+}
+
+/** `npm run bench -- --archive-queries`: replay's time and memory over a busy hour alone. */
+async function archiveQueriesOnly(): Promise<void> {
+  process.stdout.write(
+    `## Replay over a busy archive\n\n${archiveQueriesLine(await runArchiveQueries())}\n`,
+  );
+}
+
 /** `npm run bench -- --archive`: the archive's price on the receiver alone. */
 async function archiveOnly(): Promise<void> {
   const redisServer = await startPrivateRedis({ persistent: true });
@@ -303,6 +315,7 @@ function storesSection(
 async function main(): Promise<void> {
   if (process.argv.includes('--stores')) return storesOnly();
   if (process.argv.includes('--archive')) return archiveOnly();
+  if (process.argv.includes('--archive-queries')) return archiveQueriesOnly();
   const redisServer = await startPrivateRedis({ persistent: true });
   const redis = new Redis(redisServer.url);
   const cdn = await startLocalCdn();
@@ -326,6 +339,7 @@ async function main(): Promise<void> {
     const revocation = await runRevocationStaleness(redisServer.url);
     const replicaWait = await waitCost(redisServer);
     const archive = await archiveCost(redisServer.url);
+    const archiveQueries = await runArchiveQueries();
     const results = {
       date: new Date().toISOString(),
       machine: { node: process.version, cpus: cpus().length, cpu: cpus()[0]?.model ?? 'unknown' },
@@ -346,6 +360,7 @@ async function main(): Promise<void> {
       revocation,
       replicaWait,
       archive,
+      archiveQueries,
       downloads: {
         ...downloads,
         ratioToCurl:
@@ -457,6 +472,7 @@ function table(
     revocation: Awaited<ReturnType<typeof runRevocationStaleness>>;
     replicaWait: Awaited<ReturnType<typeof waitCost>>;
     archive: Awaited<ReturnType<typeof archiveCost>>;
+    archiveQueries: ArchiveQueriesResult;
     downloads: Awaited<ReturnType<typeof runDownloads>> & {
       ratioToCurl: number | null;
       ratioToBareUndici: number;
@@ -525,6 +541,8 @@ function table(
     '## The archive (replay)',
     '',
     archiveLine(results.archive),
+    '',
+    archiveQueriesLine(results.archiveQueries),
     '',
     '## Downloads',
     '',

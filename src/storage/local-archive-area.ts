@@ -1,4 +1,4 @@
-import { opendir, readFile, rm } from 'node:fs/promises';
+import { opendir, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ArchiveArea } from './audio-store.js';
 import { archiveSegments } from './archive-path.js';
@@ -32,7 +32,6 @@ export function createLocalArchiveArea(root: string): ArchiveArea {
     list(path, options) {
       return listFolder(
         folder(path),
-        '',
         options?.deep === true,
         fail(`listing the archive's ${path || 'top folder'}`),
       );
@@ -45,13 +44,18 @@ export function createLocalArchiveArea(root: string): ArchiveArea {
   };
 }
 
+/** Item folders read at once in a deep listing: one readdir each, a few dozen in flight. */
+const FOLDERS_IN_FLIGHT = 32;
+
 /**
- * `dir`'s entries under `prefix`, streamed: opendir reads a few dozen at a time, so an hour of
- * millions is never held. Deep: the files of every folder below, folders not listed themselves.
+ * `dir`'s entries, streamed: opendir reads a few dozen at a time, so an hour of millions is never
+ * held. Deep: the files of the folders in it (an hour's item folders, each small, are read with
+ * one readdir apiece, FOLDERS_IN_FLIGHT at once: an opendir walk of each took 66 s for 200,000
+ * items, against 8 s for reading them all), folders not listed themselves. Two levels are all
+ * the archive has (archive/archive.ts).
  */
 async function* listFolder(
   dir: string,
-  prefix: string,
   deep: boolean,
   fail: (error: unknown) => never,
 ): AsyncGenerator<string> {
@@ -60,11 +64,30 @@ async function* listFolder(
     return fail(error);
   });
   if (handle === undefined) return;
+  const inFolders = async function* (folders: string[]) {
+    const listed = await Promise.all(
+      folders.map((folder) =>
+        readdir(join(dir, folder)).then(
+          (names) =>
+            names.filter((name) => !name.startsWith('.')).map((name) => `${folder}/${name}`),
+          // Swept meanwhile: nothing there any more.
+          (error: unknown) =>
+            (error as NodeJS.ErrnoException).code === 'ENOENT' ? [] : fail(error),
+        ),
+      ),
+    );
+    for (const names of listed) yield* names;
+  };
+  let folders: string[] = [];
   // The for-await closes the handle, on a break or a throw too.
   for await (const entry of handle) {
     if (entry.name.startsWith('.')) continue;
-    if (!entry.isDirectory()) yield `${prefix}${entry.name}`;
-    else if (!deep) yield `${prefix}${entry.name}/`;
-    else yield* listFolder(join(dir, entry.name), `${prefix}${entry.name}/`, deep, fail);
+    if (!entry.isDirectory()) yield entry.name;
+    else if (!deep) yield `${entry.name}/`;
+    else if (folders.push(entry.name) >= FOLDERS_IN_FLIGHT) {
+      yield* inFolders(folders);
+      folders = [];
+    }
   }
+  yield* inFolders(folders);
 }
