@@ -24,7 +24,7 @@ export type {
   KeyRevokedEvent,
 } from './webhooks/events.js';
 export { startWorkers, type WorkerOptions } from './workers/start-workers.js';
-export type { Hooks, HookContext } from './workers/hooks.js';
+export type { Hooks, HookContext, ReadOnlyAudioStore } from './workers/hooks.js';
 export type {
   DeliveryInfo,
   DownloadAudio,

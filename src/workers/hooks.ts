@@ -2,6 +2,18 @@ import type { Logger } from 'pino';
 import type { FailureLog } from '../records/failure-log.js';
 import type { RevocationRegistry } from '../records/revocation-registry.js';
 import type { AudioMetadata, AudioStore } from '../storage/audio-store.js';
+
+/** What a hook may do with the store: read. */
+export type ReadOnlyAudioStore = Pick<AudioStore, 'read' | 'readMetadata' | 'holds'>;
+
+/** A view of `store` with its reading methods alone (a cast would leave the rest reachable). */
+export function readOnly(store: AudioStore): ReadOnlyAudioStore {
+  return {
+    read: (name) => store.read(name),
+    readMetadata: (stem) => store.readMetadata(stem),
+    holds: (name, bytes, sha256) => store.holds(name, bytes, sha256),
+  };
+}
 import type { AudioFailedEvent, AudioReadyEvent, KeyRevokedEvent } from '../webhooks/events.js';
 import type { DeliveryInfo, DownloadAudio } from './download-audio.js';
 
@@ -13,8 +25,12 @@ import type { DeliveryInfo, DownloadAudio } from './download-audio.js';
 export interface HookContext {
   /** The worker's logger, with the delivery's `jobId`, `event` and `id` on every line. */
   readonly logger: Logger;
-  /** The store the audio went to (local or your own): `read(file)` streams a stored file. */
-  readonly store: AudioStore;
+  /**
+   * The store the audio went to (local, S3 or your own), read-only: `read(file)` streams a
+   * stored file. Writing is the framework's (downloadAudio), and the archive is not reachable
+   * from here: a hook that could write the store could wipe what replay needs.
+   */
+  readonly store: ReadOnlyAudioStore;
   /** Revoked API keys, fed by `key.revoked` deliveries. */
   readonly revocations: RevocationRegistry;
   /** Items the provider reported failed, fed by `audio.failed` deliveries. */

@@ -10,7 +10,7 @@ import type { AudioStore } from '../storage/audio-store.js';
 import { createAudioStore } from '../storage/create-audio-store.js';
 import { NO_CUSTOM_EVENTS, type CustomEvents } from '../webhooks/custom-events.js';
 import { createAudioDownloader, type DeliveryInfo } from './download-audio.js';
-import type { HookContext, Hooks } from './hooks.js';
+import { readOnly, type HookContext, type Hooks } from './hooks.js';
 
 /** What the handlers share in one worker process; `forDelivery` gives each job its context. */
 export interface WorkerContext {
@@ -59,6 +59,7 @@ export async function createWorkerContext(
     bodyIdleTimeoutMs: Math.min(30 * SECOND, timeout),
   });
   const download = createAudioDownloader({ config, store, dispatcher });
+  const readable = readOnly(store);
   const revocations = createRevocationRegistry(redis, config.queuePrefix);
   const failures = createFailureLog(redis, config.queuePrefix);
   return {
@@ -75,7 +76,7 @@ export async function createWorkerContext(
       });
       return {
         logger: jobLogger,
-        store,
+        store: readable,
         revocations,
         failures,
         delivery,

@@ -133,6 +133,8 @@ it('the context holds what hooks need and no setting, so no secret', async () =>
   await pipeline.post({ event: 'context.seen', data: { id } }).expect(202);
   await pipeline.settled(id);
   const [context] = contexts;
+  // The store read-only: a hook can read audio, never write it, clean temps or wipe the archive.
+  expect(Object.keys(context?.store ?? {}).sort()).toEqual(['holds', 'read', 'readMetadata']);
   expect(Object.keys(context ?? {}).sort()).toEqual([
     'delivery',
     'downloadAudio',
