@@ -129,10 +129,18 @@ export async function createProviderClient(
     }
   }
 
-  async function send(endpoint: Endpoint, method: 'GET' | 'POST', path: string, body?: unknown) {
+  async function send(
+    endpoint: Endpoint,
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    /** The caller's: an abort (the TTS lease lost) ends the call, never retried. */
+    stop?: AbortSignal,
+  ) {
     const deadline = Date.now() + deadlineMs;
     let lastProblem = '';
     for (let attempt = 0; attempt <= maxRetries; attempt++) {
+      stop?.throwIfAborted();
       const key = pool.current();
       const entry = await slot(key.id, endpoint, deadline);
       let answer: Answer;
@@ -144,7 +152,10 @@ export async function createProviderClient(
             ...(body === undefined ? {} : { 'content-type': 'application/json' }),
           },
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-          signal: AbortSignal.timeout(options.timeoutMs ?? 30_000),
+          signal: AbortSignal.any([
+            AbortSignal.timeout(options.timeoutMs ?? 30_000),
+            ...(stop === undefined ? [] : [stop]),
+          ]),
           ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
         });
         answer = {
@@ -154,6 +165,7 @@ export async function createProviderClient(
         };
       } catch (error: unknown) {
         await limiter.settle(key.id, endpoint, entry);
+        stop?.throwIfAborted();
         lastProblem = error instanceof Error ? error.message : String(error);
         await new Promise((resolve) => setTimeout(resolve, fullJitter(attempt)));
         continue;
@@ -191,12 +203,13 @@ export async function createProviderClient(
 
   return {
     async tts(body) {
-      const call = async () => audioOf(await send('tts', 'POST', '/v1/tts', body));
+      const call = async (stop?: AbortSignal) =>
+        audioOf(await send('tts', 'POST', '/v1/tts', body, stop));
       if (cache === undefined) return { ...(await call()), cached: false };
       let called = false;
-      const result = await cache.get(cache.hash({ base, endpoint: 'tts', body }), () => {
+      const result = await cache.get(cache.hash({ base, endpoint: 'tts', body }), (stop) => {
         called = true;
-        return call();
+        return call(stop);
       });
       return { ...result, cached: !called };
     },

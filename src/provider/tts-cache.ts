@@ -49,12 +49,26 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0`;
+/**
+ * Writes the index entry only while the lease is still ours: a holder that stalled past its
+ * lease (another process took over and called the provider) must not write over the new one's.
+ */
+const KEEP = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3]) and 1
+end
+return 0`;
 /** Deletes the lease only while it is still ours: a slow holder must not free another's. */
 const RELEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
 return 0`;
+
+/** The lease went to another process (this one stalled past LEASE_MS): it stops and waits. */
+class LeaseLostError extends Error {
+  override name = 'LeaseLostError';
+}
 
 interface IndexEntry {
   readonly name: string;
@@ -91,12 +105,27 @@ export function createTtsCache(
     return audio === undefined ? undefined : { audio, contentType };
   }
 
-  async function keep(key: string, hash: string, fresh: CachedAudio) {
+  async function keep(
+    key: string,
+    hash: string,
+    fresh: CachedAudio,
+    lease: { key: string; token: string },
+  ) {
     // A fresh name per body: a reader never sees a body replaced under the name it was given.
+    // (A body whose entry is then refused is swept with the expired ones.)
     const name = `${hash}-${randomBytes(4).toString('hex')}`;
     await area.put(name, fresh.audio);
     const entry: IndexEntry = { name, contentType: fresh.contentType };
-    await redis.set(key, JSON.stringify(entry), 'EX', ttlSeconds);
+    const kept = await redis.eval(
+      KEEP,
+      2,
+      lease.key,
+      key,
+      lease.token,
+      JSON.stringify(entry),
+      ttlSeconds,
+    );
+    if (kept !== 1) throw new LeaseLostError('the TTS lease went to another process');
   }
 
   /** Expired bodies go, off the caller's path: a sweep must not hold the lease or the answer. */
@@ -106,36 +135,68 @@ export function createTtsCache(
     area.removeOlderThan(ttlSeconds * 1000).catch(() => undefined);
   }
 
-  /** Holds the lease while `work` runs, renewing it; gives it back only if still ours. */
-  async function underLease<T>(lease: string, token: string, work: () => Promise<T>): Promise<T> {
+  /**
+   * Holds the lease while `work` runs, renewing it; gives it back only if still ours. A renewal
+   * that finds the lease another's, or renewals failing for LEASE_MS (it has expired by then),
+   * abort `work`'s signal and make this a LeaseLostError: the holder stops, writes nothing, and
+   * waits for the new holder's answer like any other process.
+   */
+  async function underLease<T>(
+    lease: string,
+    token: string,
+    work: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    const lost = new AbortController();
+    let renewedAt = Date.now();
     const renew = setInterval(() => {
-      redis.eval(RENEW, 1, lease, token, LEASE_MS).catch(() => undefined);
+      redis.eval(RENEW, 1, lease, token, LEASE_MS).then(
+        (kept) => {
+          if (kept === 1) renewedAt = Date.now();
+          else lost.abort(new LeaseLostError('the TTS lease went to another process'));
+        },
+        () => {
+          if (Date.now() - renewedAt >= LEASE_MS)
+            lost.abort(new LeaseLostError('the TTS lease could not be renewed in time'));
+        },
+      );
     }, RENEW_EVERY_MS);
     try {
-      return await work();
+      return await work(lost.signal);
+    } catch (error: unknown) {
+      if (lost.signal.aborted) throw new LeaseLostError('the TTS lease was lost', { cause: error });
+      throw error;
     } finally {
       clearInterval(renew);
       await redis.eval(RELEASE, 1, lease, token).catch(() => undefined);
     }
   }
 
-  async function shared(hash: string, call: () => Promise<CachedAudio>): Promise<CachedAudio> {
+  async function shared(
+    hash: string,
+    call: (signal: AbortSignal) => Promise<CachedAudio>,
+  ): Promise<CachedAudio> {
     const { index, lease } = keys(hash);
     const token = randomBytes(8).toString('hex');
     for (;;) {
       const hit = await read(index);
       if (hit) return hit;
       if ((await redis.set(lease, token, 'PX', LEASE_MS, 'NX')) === 'OK') {
-        return underLease(lease, token, async () => {
-          // The previous holder stores its result before it lets the lease go: look again, or
-          // a process that missed just before that store would call a second time.
-          const late = await read(index);
-          if (late) return late;
-          const fresh = await call();
-          await keep(index, hash, fresh);
-          sweepNowAndThen();
-          return fresh;
-        });
+        try {
+          return await underLease(lease, token, async (signal) => {
+            // The previous holder stores its result before it lets the lease go: look again, or
+            // a process that missed just before that store would call a second time.
+            const late = await read(index);
+            if (late) return late;
+            const fresh = await call(signal);
+            signal.throwIfAborted();
+            await keep(index, hash, fresh, { key: lease, token });
+            sweepNowAndThen();
+            return fresh;
+          });
+        } catch (error: unknown) {
+          if (!(error instanceof LeaseLostError)) throw error;
+          continue;
+        }
       }
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
@@ -144,7 +205,7 @@ export function createTtsCache(
   return {
     hash: (request: unknown) => createHash('sha256').update(canonicalJson(request)).digest('hex'),
     /** The cached answer, or the one call's for everyone asking the same at once. */
-    get(hash: string, call: () => Promise<CachedAudio>): Promise<CachedAudio> {
+    get(hash: string, call: (signal: AbortSignal) => Promise<CachedAudio>): Promise<CachedAudio> {
       const pending = inFlight.get(hash);
       if (pending) return pending;
       const started = shared(hash, call).finally(() => inFlight.delete(hash));
