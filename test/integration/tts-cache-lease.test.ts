@@ -44,7 +44,11 @@ it('a holder that lost its lease is aborted, writes nothing, and gets the new ho
   const firstAnswer = first.get(hash, async (signal) => {
     calledFirst();
     // The provider answers this holder only after its lease went elsewhere.
-    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+    await new Promise<void>((resolve) => {
+      signal.addEventListener('abort', () => {
+        resolve();
+      });
+    });
     firstAborted = true;
     return audio('first, too late');
   });
