@@ -1,16 +1,32 @@
-import cluster from 'node:cluster';
-import { AggregatorRegistry, type Registry } from 'prom-client';
+import cluster, { type Worker } from 'node:cluster';
+import {
+  AggregatorRegistry,
+  type MetricObjectWithValues,
+  type MetricValue,
+  type Registry,
+} from 'prom-client';
 import type { Logger } from 'pino';
 import { withDeadline } from '../redis/deadline.js';
 
 const ASK = 'audio-webhooks:metrics-request';
 const ANSWER = 'audio-webhooks:metrics-answer';
+const COLLECT = 'audio-webhooks:metrics-collect';
+const COLLECTED = 'audio-webhooks:metrics-collected';
 
 /**
- * How long a receiver process waits for the primary's sum: above prom-client's own 5 s limit on
- * the processes' answers, below Prometheus's default 10 s scrape timeout.
+ * How long a receiver process waits for the primary's sum: below Prometheus's default 10 s
+ * scrape timeout.
  */
 export const CLUSTER_METRICS_DEADLINE_MS = 8_000;
+/**
+ * How long the primary waits for each process's own metrics. One that has not answered by then
+ * (a process just re-forked and still starting, one stalled) is counted by its last answer:
+ * prom-client's all-or-nothing sum made every scrape fail after 5 s while one process could not
+ * answer.
+ */
+const PER_PROCESS_MS = 2_000;
+
+type Snapshot = MetricObjectWithValues<MetricValue<string>>[];
 
 interface Ask {
   readonly type: typeof ASK;
@@ -22,24 +38,87 @@ interface Answer {
   readonly text?: string;
   readonly error?: string;
 }
+interface Collect {
+  readonly type: typeof COLLECT;
+  readonly id: number;
+}
+interface Collected {
+  readonly type: typeof COLLECTED;
+  readonly id: number;
+  readonly metrics: Snapshot;
+}
 
-const isAsk = (message: unknown): message is Ask => (message as Partial<Ask> | null)?.type === ASK;
-const isAnswer = (message: unknown): message is Answer =>
-  (message as Partial<Answer> | null)?.type === ANSWER;
+const is =
+  <T extends { type: string }>(type: T['type']) =>
+  (message: unknown): message is T =>
+    (message as Partial<T> | null)?.type === type;
+const isAsk = is<Ask>(ASK);
+const isAnswer = is<Answer>(ANSWER);
+const isCollect = is<Collect>(COLLECT);
+const isCollected = is<Collected>(COLLECTED);
+
+/** Counters and histograms only: what a process that is gone counted still happened. */
+const cumulative = (snapshot: Snapshot): Snapshot =>
+  snapshot.filter((metric) => {
+    // prom-client types `type` as a numeric enum; at run time it is the exposition's word.
+    const type = metric.type as unknown as string;
+    return type === 'counter' || type === 'histogram';
+  });
 
 /**
  * In the cluster's primary (WEB_CONCURRENCY > 1): answers a receiver process's request for the
- * whole receiver's metrics with prom-client's AggregatorRegistry, which asks every process for
- * its own and sums them (counters and histograms add; the queue gauges say `max`, see
+ * whole receiver's metrics. It asks every process for its own and sums them with prom-client's
+ * AggregatorRegistry.aggregate (counters and histograms add; the queue gauges say `max`, see
  * metrics.ts). A scrape lands on any one process; without this, it saw that process's counts
- * only, and Prometheus read every other scrape as a counter reset.
+ * only, and Prometheus read every other scrape as a counter reset. The sum is of the processes
+ * that answer within PER_PROCESS_MS, the last answer of those that do not, and the counters of
+ * processes that exited (their last answer), so a total never goes backwards when a process is
+ * replaced; what a process counted after its last scrape dies with it.
  */
 export function answerMetricsRequests(logger: Logger): void {
-  const aggregator = new AggregatorRegistry();
+  const latest = new Map<number, Snapshot>();
+  /** The counters of exited processes: folded into one snapshot at the next scrape. */
+  let departed: Snapshot[] = [];
+  const waiting = new Map<number, (snapshot: Snapshot) => void>();
+  let next = 0;
+
+  cluster.on('exit', (worker) => {
+    const last = latest.get(worker.id);
+    latest.delete(worker.id);
+    if (last !== undefined) departed.push(cumulative(last));
+  });
+
+  const collect = (worker: Worker) => {
+    const id = next++;
+    const answered = new Promise<Snapshot>((resolve) => {
+      waiting.set(id, resolve);
+      worker.send({ type: COLLECT, id } satisfies Collect, (error: Error | null) => {
+        if (error !== null) waiting.delete(id);
+      });
+    });
+    return withDeadline(answered, PER_PROCESS_MS, `receiver process ${worker.id}`)
+      .then((snapshot) => void latest.set(worker.id, snapshot))
+      .catch(() => undefined)
+      .finally(() => waiting.delete(id));
+  };
+
+  async function gather(): Promise<string> {
+    const workers = Object.values(cluster.workers ?? {}).filter(
+      (worker): worker is Worker => worker?.isConnected() === true,
+    );
+    await Promise.all(workers.map(collect));
+    if (departed.length > 1)
+      departed = [(await AggregatorRegistry.aggregate(departed).getMetricsAsJSON()) as Snapshot];
+    return AggregatorRegistry.aggregate([...latest.values(), ...departed]).metrics();
+  }
+
   cluster.on('message', (worker, message: unknown) => {
+    if (isCollected(message)) {
+      waiting.get(message.id)?.(message.metrics);
+      return;
+    }
     if (!isAsk(message)) return;
-    void aggregator
-      .clusterMetrics()
+    void gather()
       .then(
         (text) => ({ text }),
         (error: unknown) => {
@@ -54,18 +133,19 @@ export function answerMetricsRequests(logger: Logger): void {
 }
 
 /**
- * In a receiver process of a cluster: answers the primary's requests for this process's metrics
- * (prom-client's responder, installed by constructing an AggregatorRegistry), and returns what
- * /metrics serves: the sum over every process, asked of the primary. A process that cannot
- * answer makes the scrape fail (503) rather than come back short: a partial sum would go
- * backwards.
+ * In a receiver process of a cluster: answers the primary's requests for this process's metrics,
+ * and returns what /metrics serves: the sum over every process, asked of the primary.
  */
 export function clusterMetricsText(registry: Registry): () => Promise<string> {
-  AggregatorRegistry.setRegistries([registry]);
-  new AggregatorRegistry();
   const pending = new Map<number, { resolve(text: string): void; reject(error: Error): void }>();
   let next = 0;
   process.on('message', (message: unknown) => {
+    if (isCollect(message)) {
+      void registry.getMetricsAsJSON().then((metrics) => {
+        process.send?.({ type: COLLECTED, id: message.id, metrics } as Collected);
+      });
+      return;
+    }
     if (!isAnswer(message)) return;
     const waiter = pending.get(message.id);
     if (waiter === undefined) return;

@@ -207,6 +207,38 @@ it('WEB_CONCURRENCY=2: /metrics is the whole receiver, the same totals on every 
   expect(new Set(scraped.map((line) => line.pid)).size).toBe(2);
 });
 
+it('a receiver process killed and replaced: every scrape answers at once, and no total goes backwards', async () => {
+  const port = await freePort();
+  const service = startCluster(port);
+  const [first] = await startedPids(service, 2);
+  for (let i = 0; i < 6; i++) expect(await post(port, `key_k${String(i)}`)).toBe(202);
+  const accepted = async () => {
+    const started = performance.now();
+    const res = await get(port, '/metrics');
+    const text = await res.text();
+    return {
+      status: res.status,
+      ms: performance.now() - started,
+      accepted: sample(text, 'webhook_deliveries_total', { outcome: 'accepted', event: 'key.revoked' }),
+    };
+  };
+  // Prometheus has scraped before the process dies: its counts are the primary's to keep.
+  expect(await accepted()).toMatchObject({ status: 200, accepted: 6 });
+  process.kill(first ?? 0, 'SIGKILL');
+  // While the replacement forks and starts (it cannot answer yet), and after.
+  const during = [];
+  for (let i = 0; i < 5; i++) during.push(await accepted());
+  await startedPids(service, 3);
+  during.push(await accepted());
+  for (const scrape of during) {
+    expect(scrape).toMatchObject({ status: 200, accepted: 6 });
+    // Before: 503 after prom-client's 5 s while a process could not answer.
+    expect(scrape.ms).toBeLessThan(4_000);
+  }
+  service.child.kill('SIGTERM');
+  expect(await service.exited).toBe(0);
+});
+
 it('INTERNAL_PORT: metrics and the dashboard only there; the public /readyz names no address', async () => {
   const [port, internalPort] = [await freePort(), await freePort()];
   const service = startCluster(port, 2, undefined, {
