@@ -108,7 +108,7 @@ export function answerMetricsRequests(logger: Logger): void {
     );
     await Promise.all(workers.map(collect));
     if (departed.length > 1)
-      departed = [(await AggregatorRegistry.aggregate(departed).getMetricsAsJSON()) as Snapshot];
+      departed = [await AggregatorRegistry.aggregate(departed).getMetricsAsJSON()];
     return AggregatorRegistry.aggregate([...latest.values(), ...departed]).metrics();
   }
 
@@ -142,7 +142,7 @@ export function clusterMetricsText(registry: Registry): () => Promise<string> {
   process.on('message', (message: unknown) => {
     if (isCollect(message)) {
       void registry.getMetricsAsJSON().then((metrics) => {
-        process.send?.({ type: COLLECTED, id: message.id, metrics } as Collected);
+        process.send?.({ type: COLLECTED, id: message.id, metrics });
       });
       return;
     }

@@ -219,7 +219,10 @@ it('a receiver process killed and replaced: every scrape answers at once, and no
     return {
       status: res.status,
       ms: performance.now() - started,
-      accepted: sample(text, 'webhook_deliveries_total', { outcome: 'accepted', event: 'key.revoked' }),
+      accepted: sample(text, 'webhook_deliveries_total', {
+        outcome: 'accepted',
+        event: 'key.revoked',
+      }),
     };
   };
   // Prometheus has scraped before the process dies: its counts are the primary's to keep.
