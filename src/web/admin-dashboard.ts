@@ -5,6 +5,7 @@ import { ExpressAdapter } from '@bull-board/express';
 import { Router, type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { guessKey } from './guess-key.js';
 import type { DeliveryQueue } from '../queue/delivery-queue.js';
 import type { RedisConnection } from '../redis/connections.js';
 
@@ -33,7 +34,7 @@ export interface DashboardOptions {
 /**
  * bull-board at /admin/queues behind HTTP Basic auth. Layers, in order:
  * 1. a deadline: whatever Redis does, a dashboard request is answered;
- * 2. guesses are counted in Redis, per client address, by rate-limiter-flexible (one atomic
+ * 2. guesses are counted in Redis, per client address (an IPv6 client per /64: guess-key.ts), by rate-limiter-flexible (one atomic
  *    script per attempt, any topology, and it lets us count only what we choose: express-rate-limit
  *    counts requests and un-counts successes after the answer, which parallel guesses outrun).
  *    Every attempt that carries credentials takes one of the 10 slots BEFORE its password is
@@ -95,7 +96,7 @@ function basicAuth(password: string, guesses: RateLimiterRedis, logger: Logger):
   };
   return async (req, res, next) => {
     const credentials = basicCredentials(req);
-    const client = req.ip ?? 'unknown';
+    const client = guessKey(req.ip);
     if (credentials === undefined && req.headers.authorization === undefined) {
       // A bare request is the first half of every browser login: not a guess.
       logger.debug({ ip: client, path: req.originalUrl.slice(0, 200) }, 'dashboard login asked');
