@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { addLogFields, requestIdOf, sendJson } from '../web/common-middleware.js';
+import { addLogFields, requestIdOf, sendJson } from './request-state.js';
 import { HttpError } from './http-errors.js';
 
 /** Unmatched paths get the same JSON error shape as everything else. */

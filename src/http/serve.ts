@@ -1,6 +1,6 @@
 import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { deferContinue } from '../web/expect-continue.js';
+import { deferContinue } from './expect-continue.js';
 
 /** The listener could not start; the message names the variable to fix. */
 export class ListenError extends Error {

@@ -1,35 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import { IncomingMessage, type ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import type { Express } from 'express';
 import helmet from 'helmet';
 import type { Logger } from 'pino';
+import { trackRequest } from '../http/request-state.js';
 
 const REQUEST_ID = /^[\w\-.:]{1,128}$/;
 
 /** The load balancer's and Prometheus's polls: logged at debug, or they drown everything else. */
 const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
-
-/** Per-request state, on the response itself: plain Node responses have no `res.locals`. */
-const STATE = Symbol('request');
-interface RequestState {
-  /** This request's id (the load balancer's X-Request-Id when sane, else a new UUID). */
-  readonly id: string;
-  /** Facts a route adds to the request's log line (addLogFields). */
-  fields?: Record<string, unknown>;
-}
-type Tracked = ServerResponse & { [STATE]?: RequestState };
-
-/** Fields a route wants on the request's one log line. */
-export function addLogFields(res: ServerResponse, fields: Record<string, unknown>): void {
-  const state = (res as Tracked)[STATE];
-  if (state !== undefined) state.fields = { ...state.fields, ...fields };
-}
-
-/** The id startRequestLog gave this request. */
-export function requestIdOf(res: ServerResponse): string | undefined {
-  return (res as Tracked)[STATE]?.id;
-}
 
 /**
  * helmet's headers, computed once. With the options used here every header helmet sets is the
@@ -49,21 +29,6 @@ const SECURITY_HEADERS: readonly (readonly [string, string])[] = (() => {
 
 export function setSecurityHeaders(res: ServerResponse): void {
   for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
-}
-
-/** Answers JSON exactly as Express's res.json does (same Content-Type, a Content-Length). */
-export function sendJson(
-  res: ServerResponse,
-  status: number,
-  body: string,
-  headers: OutgoingHttpHeaders = {},
-): void {
-  res.writeHead(status, {
-    ...headers,
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(body),
-  });
-  res.end(body);
 }
 
 /**
@@ -95,8 +60,7 @@ export function startRequestLog(logger: Logger, req: IncomingMessage, res: Serve
   // Keep the load balancer's request id when it sent a sane one, so logs join up.
   const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
   res.setHeader('X-Request-Id', id);
-  const state: RequestState = { id };
-  (res as Tracked)[STATE] = state;
+  const state = trackRequest(res, id);
   const url = req.url ?? '';
   const write = (msg: string, level: 'debug' | 'info' | 'warn' | 'error') => {
     if (!logger.isLevelEnabled(level)) return;

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import getRawBody from 'raw-body';
-import { inviteBody } from './expect-continue.js';
+import { inviteBody } from '../http/expect-continue.js';
 import {
   BadRequestError,
   PayloadTooLargeError,

@@ -8,7 +8,7 @@ import type { CustomEvents } from '../webhooks/custom-events.js';
 import { parseEvent } from '../webhooks/parse-event.js';
 import { inServerSpan, inSpanSync } from '../telemetry/tracing.js';
 import { verifySignature } from '../webhooks/verify-signature.js';
-import { addLogFields, sendJson } from './common-middleware.js';
+import { addLogFields, sendJson } from '../http/request-state.js';
 import { answerError } from '../http/error-handler.js';
 import {
   BadRequestError,

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { ApiError } from './api-error.js';
-import type { SandboxApiDeps } from './create-api.js';
+import type { SandboxApiDeps } from './sandbox-api-deps.js';
 import { eventRequest, firstProblem } from './schemas.js';
 
 /** The sandbox's own endpoints (no key): keys, events with faults, the logs, health. */

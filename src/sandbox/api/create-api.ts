@@ -1,27 +1,8 @@
 import express, { type ErrorRequestHandler } from 'express';
-import type { Logger } from 'pino';
-import type { Dispatcher } from 'undici';
-import type { AudioFiles } from '../audio/audio-files.js';
-import type { DeliveryEngine } from '../delivery/delivery-engine.js';
 import { ApiError } from './api-error.js';
 import { controlRoutes } from './control-routes.js';
-import type { KeyStore } from './keys.js';
 import { providerRoutes } from './provider-routes.js';
-import type { createRateLimiter } from './rate-limit.js';
-import type { createRequestLog } from './request-log.js';
-
-export interface SandboxApiDeps {
-  readonly keys: KeyStore;
-  readonly admit: ReturnType<typeof createRateLimiter>;
-  readonly requests: ReturnType<typeof createRequestLog>;
-  readonly engine: DeliveryEngine;
-  readonly audio: AudioFiles;
-  readonly cdnOrigin: string;
-  /** Trusts the CDN's own certificate, for voice conversion's fetch. */
-  readonly cdnDispatcher: Dispatcher;
-  readonly rateWindowMs: number;
-  readonly logger: Logger;
-}
+import type { SandboxApiDeps } from './sandbox-api-deps.js';
 
 /** The provider's API (docs/provider.md) as the sandbox plays it, and the sandbox's control endpoints. */
 export function createSandboxApi(deps: SandboxApiDeps): express.Express {

@@ -3,7 +3,7 @@ import { Router, type Request, type Response } from 'express';
 import { request as fetchUrl } from 'undici';
 import { synthesizeWav } from '../audio/synthesize-wav.js';
 import { ApiError } from './api-error.js';
-import type { SandboxApiDeps } from './create-api.js';
+import type { SandboxApiDeps } from './sandbox-api-deps.js';
 import type { ApiKey } from './keys.js';
 import { SPEC_LIMITS, type Endpoint } from '../../spec/rate-limits.js';
 import { batchRequest, firstProblem, ttsRequest, voiceConvertRequest } from './schemas.js';
