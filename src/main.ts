@@ -73,8 +73,14 @@ async function main(): Promise<void> {
           config.host,
         );
   const internal = web?.internal;
+  const loaded = {
+    events: [...custom.events.keys()],
+    hooks: Object.keys(custom.hooks),
+    store: custom.createStore !== undefined,
+  };
   reportStartup(config, logger, {
     dotenv,
+    ...(loaded.events.length + loaded.hooks.length > 0 || loaded.store ? { custom: loaded } : {}),
     ...(web ? { listen: `${config.host}:${web.server.port}` } : {}),
     ...(internal ? { internal: `${config.host}:${internal.port}` } : {}),
   });

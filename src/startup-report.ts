@@ -26,6 +26,12 @@ export interface StartupFacts {
   readonly internal?: string;
   /** The .env file read, if any. */
   readonly dotenv?: string | undefined;
+  /** What src/custom/ gave: event names, hook names, whether a store. Absent: nothing. */
+  readonly custom?: {
+    readonly events: string[];
+    readonly hooks: string[];
+    readonly store: boolean;
+  };
 }
 
 /**
@@ -66,6 +72,8 @@ export function reportStartup(config: Config, logger: Logger, facts: StartupFact
       redis: redisTarget(config),
       queuePrefix: config.queuePrefix,
       ...(facts.dotenv === undefined ? {} : { dotenv: facts.dotenv }),
+      // Named, so a file added under src/custom/ that did not load is seen at once.
+      ...(facts.custom === undefined ? {} : { custom: facts.custom }),
       ...(web
         ? {
             listen: facts.listen,

@@ -19,15 +19,21 @@ export interface ServiceProcess {
 const MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
 
 /**
- * Runs the built service (`node dist/main.js`, as `npm start` does) with the given environment;
- * `main` runs another build of it (a fork's, in a copy of the repository).
+ * Runs the built service (`node dist/main.js`, as `npm start` runs it once built) with the given
+ * environment; `main` runs another build of it (a fork's, in a copy of the repository), and
+ * `command` another command altogether (`npm start` itself, exactly as the README says).
  */
 export function spawnService(
   env: Record<string, string>,
-  { cwd, main = MAIN }: { cwd?: string; main?: string } = {},
+  {
+    cwd,
+    main = MAIN,
+    command = [process.execPath, main],
+  }: { cwd?: string; main?: string; command?: readonly [string, ...string[]] } = {},
 ): ServiceProcess {
-  const child = spawn(process.execPath, [main], {
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
+  const [file, ...args] = command;
+  const child = spawn(file, args, {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(cwd === undefined ? {} : { cwd }),
   });

@@ -10,6 +10,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -79,7 +80,11 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-function startFork(dir: string, audioDir: string): ServiceProcess {
+function startFork(
+  dir: string,
+  audioDir: string,
+  command?: readonly [string, ...string[]],
+): ServiceProcess {
   const service = spawnService(
     {
       WEBHOOK_SECRETS: SECRET,
@@ -88,7 +93,7 @@ function startFork(dir: string, audioDir: string): ServiceProcess {
       ...deliveredBy(sbx, port),
       AUDIO_DIR: audioDir,
     },
-    { main: join(dir, 'dist', 'main.js') },
+    command === undefined ? { main: join(dir, 'dist', 'main.js') } : { cwd: dir, command },
   );
   services.push(service);
   return service;
@@ -128,15 +133,17 @@ async function firstAnswer(id: string): Promise<number | undefined> {
   return attempt.status;
 }
 
-it('a fork adds voice.converted by copying the example into src/custom/ alone: the sandbox delivers it, the worker downloads its audio', async () => {
+it('a fork adds voice.converted by copying the example into src/custom/ alone and runs npm start as the README does: the sandbox delivers it, the worker downloads its audio', async () => {
   const dir = copyOfRepository();
   dirs.push(dir);
+  // Built once before, as a clone that ran the service already: npm start must not serve that.
+  await build(dir);
   mkdirSync(join(dir, 'src', 'custom'));
   cpSync(join(dir, 'src', 'examples', 'events.ts'), join(dir, 'src', 'custom', 'events.ts'));
-  await build(dir);
   const audioDir = join(dir, 'data', 'audio');
-  const service = startFork(dir, audioDir);
-  await service.waitForLog('audio-webhooks started');
+  const service = startFork(dir, audioDir, ['npm', 'start']);
+  const started = await service.waitForLog('audio-webhooks started');
+  expect(started.custom).toEqual({ events: ['voice.converted'], hooks: [], store: false });
   const audio = await renderedAudio();
 
   const id = `vc-${randomUUID()}`;
@@ -177,6 +184,16 @@ it('a fork adds voice.converted by copying the example into src/custom/ alone: t
     data: { id: `vc-${randomUUID()}`, audio_url: audio.url },
   });
   expect(await firstAnswer((bad.body as { id: string }).id)).toBe(400);
+
+  // The signal npm gets ends the service it started: nothing is left holding the port.
+  service.child.kill('SIGTERM');
+  expect(await service.exited).toBe(0);
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '0.0.0.0', resolve);
+  });
+  await new Promise((resolve) => server.close(resolve));
 }, 120_000);
 
 it('with no src/custom/ at all the service builds and runs as shipped; a custom event is then ignored (200)', async () => {
