@@ -79,11 +79,15 @@ async function client(keys: { id: string; token: string }[], cacheTtlSeconds = 0
   return created;
 }
 
+/** The CLI's AUDIO_DIR (its TTS cache bodies): a temp folder, never the checkout's ./data. */
+const CLI_AUDIO_DIR = mkdtempSync(join(tmpdir(), 'aw-cli-audio-'));
+
 /** The CLI as a process, with the client's settings. */
 function cli(args: string[], env: Record<string, string> = {}) {
   const child = spawn(process.execPath, [BIN, ...args], {
     env: {
       PATH: process.env.PATH ?? '',
+      AUDIO_DIR: CLI_AUDIO_DIR,
       REDIS_URL: process.env.REDIS_URL ?? '',
       QUEUE_PREFIX: prefix,
       PROVIDER_BASE_URL: sbx.info.api,
