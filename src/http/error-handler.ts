@@ -11,15 +11,23 @@ export const notFound: RequestHandler = (_req, res) => {
 
 /**
  * Every error answer: the body is `{"detail": "…"}`, the shape the provider itself uses. A
- * client's error (4xx) is expected: its detail rides on the request's one log line, no stack.
- * Our own trouble (5xx) is logged with its cause; unexpected errors are answered without internals.
+ * client's error (4xx) and a 503 are expected: the detail rides on the request's one log line,
+ * no stack. Other trouble of ours (5xx) is logged with its cause; unexpected errors are answered
+ * without internals.
  */
 export function answerError(res: ServerResponse, error: unknown, logger: Logger): void {
   const reqId = requestIdOf(res);
   if (error instanceof HttpError) {
-    if (error.status >= 500)
+    // 503 is an outage the sender retries through: the outage is logged once where it starts
+    // (redis/watch-redis.ts) and the refusals counted in /metrics; a stack per refused delivery
+    // only buried that one line.
+    if (error.status >= 500 && error.status !== 503)
       logger.error({ reqId, err: error.cause ?? error, status: error.status }, error.detail);
-    else addLogFields(res, { detail: error.detail });
+    else
+      addLogFields(res, {
+        detail: error.detail,
+        ...(error.cause instanceof Error ? { reason: error.cause.message } : {}),
+      });
     if (!res.headersSent)
       sendJson(res, error.status, JSON.stringify({ detail: error.detail }), error.headers);
     return;

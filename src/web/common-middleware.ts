@@ -75,7 +75,13 @@ export function startRequestLog(logger: Logger, req: IncomingMessage, res: Serve
     );
   };
   res.once('finish', () => {
-    const level = res.statusCode >= 500 ? 'error' : PROBES.has(url) ? 'debug' : 'info';
+    // 503 is an outage's refusal, counted and announced once; each is not an error line.
+    const level =
+      res.statusCode >= 500 && res.statusCode !== 503
+        ? 'error'
+        : PROBES.has(url)
+          ? 'debug'
+          : 'info';
     write('request completed', level);
   });
   res.once('close', () => {

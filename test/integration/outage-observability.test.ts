@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
-import { TEST_SECRET } from '../helpers/test-receiver';
+import { signed, TEST_SECRET } from '../helpers/test-receiver';
+import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 
 // What an operator sees of a Redis outage with ROLE=all: probes and scrapes that answer, and a
 // log that says it once.
@@ -66,18 +67,38 @@ it('Redis down from the start: /metrics and the worker /healthz answer within th
   expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(3_500);
 }, 60_000);
 
-it('a 10 s Redis outage under ROLE=all: one warning per connection when it starts, one line when it ends, nothing on stderr', async () => {
+it('a 10 s Redis outage under ROLE=all with deliveries arriving: one warning per connection when it starts, one line when it ends, no stack for a refused delivery, nothing on stderr', async () => {
   redis = await startPrivateRedis();
-  const { internalPort, healthPort } = await startAll(redis.url);
-  await service?.waitForLog('Redis connected');
+  const { port, internalPort, healthPort } = await startAll(redis.url);
+  // Both connections up (the worker's may say so after the receiver's) before the outage starts.
+  await service?.until(
+    () =>
+      new Set(
+        service?.logs.filter((line) => line.msg === 'Redis connected').map((l) => l.connection),
+      ).size === 2,
+  );
   const from = service?.logs.length ?? 0;
   await redis.stop();
   const outageStarted = performance.now();
   const during = [];
+  const refused: number[] = [];
   // The outage itself is the condition under test: it lasts 10 s, probed every second.
   while (performance.now() - outageStarted < 10_000) {
     during.push(await timedGet(internalPort, '/metrics'));
     during.push(await timedGet(healthPort, '/healthz'));
+    // The provider keeps sending: each is refused (503, counted), never traced.
+    const { raw, headers } = signed(
+      sampleDelivery('key.revoked', { id: `k-${String(during.length)}` }),
+    );
+    refused.push(
+      (
+        await fetch(`http://127.0.0.1:${String(port)}/webhooks`, {
+          method: 'POST',
+          headers,
+          body: raw,
+        })
+      ).status,
+    );
     await sleep(1_000);
   }
   await redis.start();
@@ -95,6 +116,9 @@ it('a 10 s Redis outage under ROLE=all: one warning per connection when it start
     ]),
   );
   expect(loud).toHaveLength(2);
+  expect(refused.length).toBeGreaterThan(5);
+  expect(refused.every((status) => status === 503)).toBe(true);
+  expect(lines.some((line) => 'err' in line)).toBe(false);
   expect(service?.stderr()).toBe('');
   expect(during.every((a) => a.status === 200 && a.ms < 3_500)).toBe(true);
   console.log(
