@@ -2,6 +2,7 @@ import type { Job } from 'bullmq';
 import type { DeliveryJobData, DeliveryQueue } from '../queue/delivery-queue.js';
 import { OperationalError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
+import { counted } from '../util/counted.js';
 
 function failedRow(job: Job<DeliveryJobData>) {
   return {
@@ -34,7 +35,7 @@ export async function retryFailed(
   if (jobId === undefined) {
     const count = await queue.getJobCountByTypes('failed');
     await queue.retryJobs({ state: 'failed', count: 1000 });
-    output.out(`${count} failed job(s) put back on the queue\n`);
+    output.out(`${counted(count, 'failed job')} put back on the queue\n`);
     return 0;
   }
   const job = await queue.getJob(jobId);

@@ -15,6 +15,7 @@ import type { ArchiveArea } from '../storage/audio-store.js';
 import { createAudioStore } from '../storage/create-audio-store.js';
 import { OperationalError, UsageError } from './cli-errors.js';
 import type { Output } from './print.js';
+import { counted } from '../util/counted.js';
 import { startProgress } from './progress.js';
 
 export const REPLAY_FLAGS = ['id', 'since', 'until', 'event', 'dry-run', 'json'] as const;
@@ -120,7 +121,7 @@ export async function runReplay(
     const [first] = unreadable;
     if (first !== undefined)
       errors.out(
-        `audio-webhooks: ${unreadable.length} archive file(s) could not be read and were left out (first: ${first.path}: ${first.reason})\n`,
+        `audio-webhooks: ${counted(unreadable.length, 'archive file')} could not be read and were left out (first: ${first.path}: ${first.reason})\n`,
       );
   };
   /** The deliveries the query selects, and the hour folders they lie in (the progress bar's). */
@@ -208,7 +209,9 @@ export async function runReplay(
         done.alreadyQueued === 0
           ? ''
           : ` (${done.alreadyQueued} more were already queued by a replay still running)`;
-      output.out(`${done.queued} delivery(ies) put on the queue again${already}\n`);
+      output.out(
+        `${counted(done.queued, 'delivery', 'deliveries')} put on the queue again${already}\n`,
+      );
       reportUnreadable();
       return 0;
     } finally {

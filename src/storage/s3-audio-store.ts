@@ -352,7 +352,9 @@ export function createS3AudioStore(
             ? 'the bucket does not exist'
             : status === 403 || status === 400
               ? `refused (${status}): check the credentials and the bucket policy`
-              : `unreachable: ${describe(error)}`;
+              : isMissingCredentials(error)
+                ? 'no credentials: the AWS SDK found none (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE in ~/.aws, a web identity token, or a pod or instance role)'
+                : `unreachable: ${describe(error)}`;
         throw new StorageError(`${where}: ${reason}`, undefined, { cause: error });
       }
     },
@@ -487,6 +489,11 @@ async function* recordFailure(
 
 function statusOf(error: unknown): number | undefined {
   return error instanceof S3ServiceException ? error.$metadata.httpStatusCode : undefined;
+}
+
+/** The SDK's default chain found nothing: the endpoint was never asked, so not "unreachable". */
+function isMissingCredentials(error: unknown): boolean {
+  return error instanceof Error && error.name === 'CredentialsProviderError';
 }
 
 function describe(error: unknown): string {

@@ -71,7 +71,8 @@ export function createAudioDownloader(
       previous && (await deps.store.holds(previous.file, previous.bytes, previous.sha256));
     const audio = done ? previous : await download(deps, url, stem, { id, details, delivery });
     logger.info(
-      { id: audio.id, file: audio.file, bytes: audio.bytes },
+      // The job's logger carries the id already: a second `id` key made the line ambiguous JSON.
+      { file: audio.file, bytes: audio.bytes },
       done ? 'audio already downloaded' : 'audio downloaded',
     );
     return audio;

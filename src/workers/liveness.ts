@@ -1,3 +1,4 @@
+import { counted } from '../util/counted.js';
 /**
  * Is this worker doing its job? A live process is not enough: a known BullMQ failure mode (seen
  * after Sentinel and Cluster failovers) leaves a worker that holds jobs and settles none, or that
@@ -49,7 +50,7 @@ export function createLiveness(options: LivenessOptions): Liveness {
       if (held.size > 0 && at - oldest > options.stallMs) {
         return {
           ok: false,
-          reason: `holds ${String(held.size)} job(s); the oldest has run ${String(at - oldest)} ms (WORKER_STALL_MS ${String(options.stallMs)})`,
+          reason: `holds ${counted(held.size, 'job')}; the oldest has run ${String(at - oldest)} ms (WORKER_STALL_MS ${String(options.stallMs)})`,
         };
       }
       const idleMs = at - lastStart;
@@ -62,7 +63,7 @@ export function createLiveness(options: LivenessOptions): Liveness {
         ? { ok: true }
         : {
             ok: false,
-            reason: `${String(ready)} job(s) wait, yet no job was taken for ${String(idleMs)} ms with ${String(options.concurrency - held.size)} free slot(s)`,
+            reason: `${counted(ready, 'job')} ${ready === 1 ? 'waits' : 'wait'}, yet no job was taken for ${String(idleMs)} ms with ${counted(options.concurrency - held.size, 'free slot')}`,
           };
     },
   };

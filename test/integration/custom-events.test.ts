@@ -166,7 +166,7 @@ it("a replay runs a custom event's handle again, with the delivery as accepted a
   const replay = await pipeline.cli('replay', '--id', id);
   expect(replay).toEqual({
     code: 0,
-    stdout: '1 delivery(ies) put on the queue again\n',
+    stdout: '1 delivery put on the queue again\n',
     stderr: expect.stringMatching(
       /^replay: 1 looked at, 1 queued, 0 already queued \(hour \d+ of \d+\)\n$/,
     ),

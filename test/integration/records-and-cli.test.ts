@@ -86,7 +86,7 @@ it('failed jobs are listed and put back by retry', async () => {
   });
   expect(await p.cli('retry', '--all')).toMatchObject({
     code: 0,
-    stdout: '0 failed job(s) put back on the queue\n',
+    stdout: '0 failed jobs put back on the queue\n',
   });
 });
 

@@ -133,7 +133,7 @@ it('deliveries are accepted and deduplicated across connections, processed into 
     expect((await json('failures')).map((f) => f.id)).toEqual(['job_cluster']);
     expect(await cli('retry', '--all')).toMatchObject({
       code: 0,
-      stdout: '1 failed job(s) put back on the queue\n',
+      stdout: '1 failed job put back on the queue\n',
     });
 
     const done = await eventually(async () => {

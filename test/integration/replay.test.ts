@@ -149,7 +149,7 @@ it('replay --id brings back a deleted item, byte-identical, and the hooks run ag
   unlinkSync(metadataPath);
 
   const replay = await runCliProcess(['replay', '--id', target], app.cliEnv);
-  expect(replay).toMatchObject({ code: 0, stdout: '1 delivery(ies) put on the queue again\n' });
+  expect(replay).toMatchObject({ code: 0, stdout: '1 delivery put on the queue again\n' });
 
   const calls = await hooksCalled(app, 4);
   expect(sha256(audioPath)).toBe(before.sha);
@@ -249,7 +249,7 @@ it('a replay keeps audio that is there; a re-delivery from the provider after it
 
   // Once the first replay is done, replaying again is a new replay, not a duplicate.
   const again = await runCliProcess(['replay', '--id', id], app.cliEnv);
-  expect(again.stdout).toBe('1 delivery(ies) put on the queue again\n');
+  expect(again.stdout).toBe('1 delivery put on the queue again\n');
   const calls = await hooksCalled(app, 3);
   expect(calls.map((call) => call.replay)).toEqual([false, true, true]);
 });
@@ -358,7 +358,7 @@ it('5,000 archived deliveries replayed by time range: each handled once, in boun
   );
   const enqueueSeconds = (performance.now() - started) / 1000;
   expect(replay.code).toBe(0);
-  expect(replay.stdout).toBe('5000 delivery(ies) put on the queue again\n');
+  expect(replay.stdout).toBe('5000 deliveries put on the queue again\n');
   // Not a terminal: plain progress lines, one per batch of 500.
   const lines = replay.stderr.trim().split('\n');
   expect(lines).toHaveLength(10);
@@ -448,7 +448,7 @@ it('two replays of the same range at once queue each delivery once; the workers 
     /replay =+ hour ([12])\/\1 \| 300 read \| queued 300 \| already queued 0/,
   );
   expect(onTerminal).not.toContain('looked at');
-  expect(onTerminal).toContain('300 delivery(ies) put on the queue again');
+  expect(onTerminal).toContain('300 deliveries put on the queue again');
 }, 120_000);
 
 it('bad flags and times are one line, exit 2; an unreachable Redis is one line, exit 1', async () => {

@@ -408,6 +408,30 @@ describe('start-up refusals: one line naming S3_BUCKET and S3_ENDPOINT, exit 1',
     );
   });
 
+  it('no credentials at all: said as such, not "unreachable"', async () => {
+    const bucket = await newBucket();
+    const env: Record<string, string> = { ...gateway.env };
+    delete env.AWS_ACCESS_KEY_ID;
+    delete env.AWS_SECRET_ACCESS_KEY;
+    const worker = spawnService({
+      ...env,
+      WEBHOOK_SECRETS: 'whsec_unused',
+      REDIS_URL: process.env.REDIS_URL ?? '',
+      QUEUE_PREFIX: `test-${randomUUID()}`,
+      ROLE: 'worker',
+      S3_BUCKET: bucket,
+      // No profile to find, and no instance metadata asked for (no address off this machine).
+      HOME: mkdtempSync(join(tmpdir(), 'aw-no-aws-')),
+      AWS_EC2_METADATA_DISABLED: 'true',
+    });
+    expect(await worker.exited).toBe(1);
+    expect(worker.stderr()).toMatch(
+      new RegExp(
+        `^audio-webhooks: S3_BUCKET ${bucket} at S3_ENDPOINT ${gateway.endpoint.replace(/\./g, '\\.')}: no credentials: the AWS SDK found none \\(AWS_ACCESS_KEY_ID .+\\)\\n$`,
+      ),
+    );
+  }, 30_000);
+
   it('an endpoint nothing answers on', async () => {
     const port = await freePort();
     const worker = startWorker({ S3_BUCKET: 'any', S3_ENDPOINT: `http://127.0.0.1:${port}` });
@@ -495,7 +519,7 @@ describe('replay with the S3 store (the archive under <S3_PREFIX>.archive/)', ()
       );
 
       const replay = await runCliProcess(['replay', '--id', target], app.cliEnv);
-      expect(replay).toMatchObject({ code: 0, stdout: '1 delivery(ies) put on the queue again\n' });
+      expect(replay).toMatchObject({ code: 0, stdout: '1 delivery put on the queue again\n' });
       await eventually(
         () => Promise.resolve(hookCalls(app.hookLog).length === 4 ? true : undefined),
         { timeoutMs: 60_000, everyMs: 250 },

@@ -39,7 +39,7 @@ it('a worker that holds a job past WORKER_STALL_MS is wedged, and well again onc
   advance(1);
   expect(await liveness.check()).toEqual({
     ok: false,
-    reason: 'holds 1 job(s); the oldest has run 60001 ms (WORKER_STALL_MS 60000)',
+    reason: 'holds 1 job; the oldest has run 60001 ms (WORKER_STALL_MS 60000)',
   });
   await release();
   expect(await liveness.check()).toEqual({ ok: true });
@@ -69,7 +69,7 @@ it('idle with free slots while jobs wait, for longer than WORKER_STALL_MS: wedge
   advance(1);
   expect(await liveness.check()).toEqual({
     ok: false,
-    reason: '3 job(s) wait, yet no job was taken for 60001 ms with 2 free slot(s)',
+    reason: '3 jobs wait, yet no job was taken for 60001 ms with 2 free slots',
   });
   // Taking a job is progress.
   await liveness.track(() => Promise.resolve());
