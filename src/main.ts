@@ -26,7 +26,7 @@ import { EventDefinitionError } from './webhooks/custom-events.js';
 async function main(): Promise<void> {
   const dotenv = loadDotEnv();
   const config = loadConfig();
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, config.logFormat);
   // Loaded before a cluster forks too: a custom event that cannot be served stops the start here.
   const custom = loadCustom();
   if (config.role === 'web' && config.webConcurrency > 1 && cluster.isPrimary) {

@@ -257,6 +257,12 @@ export const SETTINGS = {
     readBy: ['web', 'worker'],
     doc: 'pino level',
   },
+  LOG_FORMAT: {
+    schema: z.enum(['auto', 'json', 'pretty'], 'must be auto, json or pretty'),
+    default: 'auto',
+    readBy: ['web', 'worker'],
+    doc: '`json` (one object a line, for log collectors), `pretty` (readable lines, pino-pretty) or `auto`: pretty when standard output is a terminal, else JSON',
+  },
   TRUST_PROXY: {
     schema: trustProxy,
     default: 'loopback',

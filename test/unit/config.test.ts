@@ -45,6 +45,7 @@ describe('loadConfig', () => {
       workerLockMs: 30_000,
       shutdownTimeoutMs: 25_000,
       logLevel: 'info',
+      logFormat: 'auto',
       trustProxy: 'loopback',
       adminPassword: undefined,
       adminReadOnly: true,
