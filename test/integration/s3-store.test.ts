@@ -4,6 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   CreateBucketCommand,
+  GetBucketLifecycleConfigurationCommand,
+  type BucketLifecycleConfiguration,
+  PutBucketLifecycleConfigurationCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
@@ -378,6 +381,33 @@ it("hooks' store.read streams the object from the bucket", async () => {
   } finally {
     await p.close();
   }
+});
+
+it('deploy/overlays/s3/lifecycle.json applies to the gateway as one configuration, and every rule reads back', async () => {
+  const bucket = await newBucket();
+  const file = join(__dirname, '..', '..', 'deploy', 'overlays', 's3', 'lifecycle.json');
+  const rules =
+    (JSON.parse(readFileSync(file, 'utf8')) as BucketLifecycleConfiguration).Rules ?? [];
+  await client.send(
+    new PutBucketLifecycleConfigurationCommand({
+      Bucket: bucket,
+      LifecycleConfiguration: { Rules: rules },
+    }),
+  );
+  const read = await client.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket }));
+  const byId = new Map((read.Rules ?? []).map((rule) => [rule.ID, rule]));
+  expect([...byId.keys()].sort()).toEqual([
+    'audio-webhooks-abort-incomplete-uploads',
+    'audio-webhooks-archive',
+  ]);
+  expect(byId.get('audio-webhooks-abort-incomplete-uploads')).toMatchObject({
+    Status: 'Enabled',
+    AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
+  });
+  expect(byId.get('audio-webhooks-archive')).toMatchObject({
+    Status: 'Enabled',
+    Expiration: { Days: 8 },
+  });
 });
 
 describe('start-up refusals: one line naming S3_BUCKET and S3_ENDPOINT, exit 1', () => {
