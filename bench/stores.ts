@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { startCephGateway } from '../test/helpers/ceph-gateway.js';
+import { startCephGateway } from '../src/dev/ceph-gateway.js';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
 import { runS3Downloads } from './downloads.js';
 import { runEndToEnd, type EndToEndResult } from './end-to-end.js';

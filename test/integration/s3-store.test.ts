@@ -16,7 +16,7 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import { freePort } from '../helpers/private-redis';
-import { startCephGateway, type CephGateway } from '../helpers/ceph-gateway';
+import { startCephGateway, type CephGateway } from '../../src/dev/ceph-gateway';
 import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
 import { deliveredBy, eventually, startSandboxProcess } from '../helpers/sandbox-process';
 import { spawnService } from '../helpers/spawn-service';

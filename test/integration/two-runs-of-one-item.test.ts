@@ -15,7 +15,7 @@ import type { AudioStore } from '../../src/storage/audio-store';
 import { createLocalAudioStore } from '../../src/storage/local-audio-store';
 import { createS3AudioStore } from '../../src/storage/s3-audio-store';
 import { createAudioDownloader, type DeliveryInfo } from '../../src/workers/download-audio';
-import { startCephGateway, type CephGateway } from '../helpers/ceph-gateway';
+import { startCephGateway, type CephGateway } from '../../src/dev/ceph-gateway';
 import { startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
 
 // Two runs of one item at once are normal: a replay of a recent range beside the original job, a
