@@ -1,18 +1,8 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import {
-  cpSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../helpers/private-redis';
 import {
@@ -22,30 +12,13 @@ import {
   type SandboxProcess,
 } from '../helpers/sandbox-process';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
+import { copyOfRepository } from '../helpers/repository-copy';
 
 // A fork's own event, built and run as a fork would: in a copy of the repository whose only
 // change is under src/custom/, compiled with the project's own build, driven by the sandbox.
 const run = promisify(execFile);
 const root = join(__dirname, '..', '..');
 const SECRET = 'whsec_fork_test';
-
-/** The repository's files as a clone holds them (tracked, and new ones not ignored). */
-function copyOfRepository(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'aw-fork-'));
-  const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard'], {
-    cwd: root,
-    encoding: 'utf8',
-  })
-    .split('\n')
-    .filter((file) => file !== '');
-  for (const file of files) {
-    mkdirSync(dirname(join(dir, file)), { recursive: true });
-    cpSync(join(root, file), join(dir, file));
-  }
-  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
-  rmSync(join(dir, 'src', 'custom'), { recursive: true, force: true });
-  return dir;
-}
 
 async function build(dir: string): Promise<void> {
   await run(

@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { serve } from '../../src/http/serve';
 import { createTestReceiver, deleteKeys, type TestReceiver } from '../helpers/test-receiver';
+import { freePort } from '../helpers/private-redis';
+import { copyOfRepository } from '../helpers/repository-copy';
 
 const run = promisify(execFile);
 const root = join(__dirname, '..', '..');
@@ -77,20 +79,32 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
-it('"Try it with the sandbox", then the CLI\'s `send` against it: the README steps, as written, leave hello.* and demo-1.*', async () => {
-  // The steps use the README's fixed ports (4010, 4443, 3000) and ./data under the repository.
+it('"Try it with the sandbox", then the CLI\'s `send` against it, then the stop step: the README steps, as written, in a fresh copy, on ports of their own', async () => {
+  // A copy of the repository, as a clone: the steps write ./data there, never into this checkout.
+  const dir = copyOfRepository({ keepCustom: true });
+  // What `npm ci` does last (its prepare script): the build the CLI runs from.
+  await run(
+    process.execPath,
+    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+    { cwd: dir },
+  );
+  const ports = {
+    PORT: String(await freePort()),
+    SANDBOX_PORT: String(await freePort()),
+    SANDBOX_CDN_PORT: String(await freePort()),
+  };
   const prefixes = {
     QUEUE_PREFIX: `test-${randomUUID()}`,
     SANDBOX_PREFIX: `sandbox-${randomUUID()}`,
   };
-  for (const name of ['hello.json', 'hello.wav', 'demo-1.json', 'demo-1.wav'])
-    rmSync(join(root, 'data', 'audio', name), { force: true });
-  const script = `${readmeBlock('sandbox-demo')}${readmeBlock('send-example')}`;
+  const script = ['demo-ports', 'sandbox-demo', 'send-example', 'demo-stop']
+    .map((marker) => readmeBlock(marker))
+    .join('');
   const child = spawn('bash', ['-euo', 'pipefail', '-c', script], {
-    cwd: root,
-    env: { ...process.env, ...prefixes, LOG_LEVEL: 'warn' },
+    cwd: dir,
+    env: { ...process.env, ...ports, ...prefixes, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
-    // Its own process group: the sandbox and the service it starts in the background go with it.
+    // Its own process group: whatever it starts in the background is found by it.
     detached: true,
   });
   let stdout = '';
@@ -104,18 +118,17 @@ it('"Try it with the sandbox", then the CLI\'s `send` against it: the README ste
     expect(stdout).toMatch(/^HTTP 202\n\{"received":true,"duplicate":false\}$/m);
     expect(stdout).toMatch(/^demo-1\.json\ndemo-1\.wav\nhello\.json\nhello\.wav$/m);
     for (const name of ['hello.wav', 'demo-1.wav']) {
-      const wav = readFileSync(join(root, 'data', 'audio', name));
+      const wav = readFileSync(join(dir, 'data', 'audio', name));
       expect(wav.subarray(0, 4).toString()).toBe('RIFF');
     }
+    // The stop step left nothing running: the sandbox and the service are gone.
+    expect(groupAlive(pgid)).toBe(false);
   } finally {
-    if (groupAlive(pgid)) process.kill(-pgid, 'SIGTERM');
-    const deadline = Date.now() + 10_000;
-    while (groupAlive(pgid) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
     const redis = new Redis(process.env.REDIS_URL ?? '');
     await deleteKeys(redis, `${prefixes.QUEUE_PREFIX}:*`);
     await deleteKeys(redis, `${prefixes.SANDBOX_PREFIX}:*`);
     redis.disconnect();
+    rmSync(dir, { recursive: true, force: true });
   }
-}, 60_000);
+}, 90_000);
