@@ -6,40 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { S3Client } from '@aws-sdk/client-s3';
-import { createServer } from 'node:net';
+import { eventually } from '../util/eventually.js';
+import { probePort } from '../util/probe-port.js';
 
 /** How long each daemon may take to come up (about 1 s for the OSD, 8 s for radosgw). */
 const STARTING = { timeoutMs: 60_000, everyMs: 200 };
 
 const run = promisify(execFile);
-
-/** Asks `check` every `everyMs` until it gives a value, for up to `timeoutMs`. */
-async function eventually<T>(
-  check: () => Promise<T | undefined>,
-  { timeoutMs, everyMs }: { timeoutMs: number; everyMs: number },
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`not reached within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
-}
-
-/** A loopback port nothing listens on now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => {
-        resolve(typeof address === 'object' && address !== null ? address.port : 0);
-      });
-    });
-  });
-}
 
 /**
  * A real S3 server for the tests and for `npm run local-s3`: Ceph's RADOS Gateway on a single-node Ceph cluster on loopback
@@ -77,8 +50,8 @@ export async function startCephGateway({
   port?: number;
 } = {}): Promise<CephGateway & { readonly dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'aw-ceph-'));
-  const monPort = await freePort();
-  const rgwPort = port ?? (await freePort());
+  const monPort = await probePort();
+  const rgwPort = port ?? (await probePort());
   const conf = join(dir, 'ceph.conf');
   const fsid = randomUUID();
   for (const sub of ['mon/ceph-a', 'osd/ceph-0', 'run', 'log', 'rgw']) {

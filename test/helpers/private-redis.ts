@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { probePort } from '../../src/util/probe-port';
 
 export const HOW_TO_PROVIDE_REDIS =
   'the tests need Redis: set REDIS_URL=redis://host:port, or put redis-server on PATH ' +
@@ -32,20 +32,6 @@ export async function freePort(): Promise<number> {
       return port;
     }
   }
-}
-
-function probePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => {
-        if (typeof address === 'object' && address) resolve(address.port);
-        else reject(new Error('no port'));
-      });
-    });
-  });
 }
 
 /** Append-only file fsynced every second, as docker-compose.yml runs Redis in production. */

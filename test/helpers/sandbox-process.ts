@@ -126,15 +126,4 @@ export async function startSandboxProcess(options: SandboxOptions = {}): Promise
 }
 
 /** Polls until `check` holds (the sandbox is another process: its records are what we can see). */
-export async function eventually<T>(
-  check: () => Promise<T | undefined>,
-  { timeoutMs = 30_000, everyMs = 100 } = {},
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`not reached within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
-}
+export { eventually } from '../../src/util/eventually';
