@@ -416,7 +416,7 @@ it('two replays of the same range at once queue each delivery once; the workers 
   expect([a.code, b.code]).toEqual([0, 0]);
   const counts = [a, b].map((run) => {
     const [, queued = '0', already = '0'] =
-      /^(\d+) delivery\(ies\) put on the queue again(?: \((\d+) more were already queued)?/.exec(
+      /^(\d+) deliver(?:y|ies) put on the queue again(?: \((\d+) more were already queued)?/.exec(
         run.stdout,
       ) ?? [];
     return { queued: Number(queued), already: Number(already) };

@@ -72,7 +72,7 @@ it('a worker whose job never settles fails its liveness probe with the reason, a
   });
   expect(wedged.body).toEqual({
     detail: expect.stringMatching(
-      /^holds 1 job\(s\); the oldest has run \d+ ms \(WORKER_STALL_MS 2000\)$/,
+      /^holds 1 job; the oldest has run \d+ ms \(WORKER_STALL_MS 2000\)$/,
     ),
   });
 
