@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export interface ServiceProcess {
@@ -33,7 +35,14 @@ export function spawnService(
 ): ServiceProcess {
   const [file, ...args] = command;
   const child = spawn(file, args, {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOG_LEVEL: 'info', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      LOG_LEVEL: 'info',
+      // Never the checkout's ./data/audio (the default): a test's files go under the temp folder.
+      AUDIO_DIR: env.AUDIO_DIR ?? mkdtempSync(join(tmpdir(), 'aw-audio-')),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(cwd === undefined ? {} : { cwd }),
   });

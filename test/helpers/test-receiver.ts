@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../../src/config/config';
@@ -9,13 +12,17 @@ import { signPayload } from '../../src/webhooks/sign-payload';
 
 export const TEST_SECRET = 'whsec_test_secret';
 
-/** A Config as main.ts builds it, on the test Redis, under a queue prefix of the test's own. */
+/**
+ * A Config as main.ts builds it, on the test Redis, under a queue prefix of the test's own, and
+ * with an AUDIO_DIR of its own under the temp folder (the default ./data/audio is the checkout's).
+ */
 export function testConfig(env: Record<string, string> = {}): Config {
   return loadConfig({
     WEBHOOK_SECRETS: TEST_SECRET,
     REDIS_URL: process.env.REDIS_URL ?? '',
     QUEUE_PREFIX: `test-${randomUUID()}`,
     LOG_LEVEL: 'silent',
+    AUDIO_DIR: env.AUDIO_DIR ?? mkdtempSync(join(tmpdir(), 'aw-audio-')),
     ...env,
   });
 }
