@@ -8,11 +8,18 @@ const { existsSync, readdirSync, rmSync } = require('node:fs');
 const { join } = require('node:path');
 
 const root = join(__dirname, '..');
+const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+if (!existsSync(tsc)) {
+  // A production install (npm ci --omit=dev) has no compiler: run the build it shipped with.
+  if (existsSync(join(root, 'dist', 'main.js'))) process.exit(0);
+  process.stderr.write('audio-webhooks: no build and no TypeScript to make one; run npm ci\n');
+  process.exit(1);
+}
 try {
   execFileSync(
     process.execPath,
     [
-      join(root, 'node_modules', 'typescript', 'bin', 'tsc'),
+      tsc,
       '-p',
       join(root, 'tsconfig.build.json'),
       '--incremental',
