@@ -120,8 +120,9 @@ export function archivePath(receivedAt: string, jobId: string, id: string): stri
   return `${hourFolder(iso)}${fileStem(id)}/${compactTime(date)}_${jobSegment(jobId)}.json`;
 }
 
-/** `2026-11-24T09:…` → `2026-11-24/09/`. */
-function hourFolder(iso: string): string {
+/** The hour folder a time falls in: `2026-11-24T09:15:02.123Z` → `2026-11-24/09/`. */
+export function hourFolder(time: string): string {
+  const iso = new Date(time).toISOString();
   return `${iso.slice(0, 10)}/${iso.slice(11, 13)}/`;
 }
 

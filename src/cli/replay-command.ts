@@ -2,6 +2,7 @@ import { pino } from 'pino';
 import type { Config } from '../config/config.js';
 import {
   createArchive,
+  hourFolder,
   type ArchivedDelivery,
   type ArchiveQuery,
   type UnreadableEntry,
@@ -180,7 +181,7 @@ export async function runReplay(
     let hour = 0;
     const tracked = (async function* () {
       for await (const entry of selected) {
-        const at = hours.indexOf(hourOf(entry.received_at), hour);
+        const at = hours.indexOf(hourFolder(entry.received_at), hour);
         if (at >= 0) hour = at;
         yield entry;
       }
@@ -219,12 +220,6 @@ export async function runReplay(
       await queue.close();
     }
   });
-}
-
-/** `2026-11-24T09:15:02.123Z` → the archive's hour folder `2026-11-24/09/`. */
-function hourOf(receivedAt: string): string {
-  const iso = new Date(receivedAt).toISOString();
-  return `${iso.slice(0, 10)}/${iso.slice(11, 13)}/`;
 }
 
 /**
