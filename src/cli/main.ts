@@ -12,7 +12,10 @@ import { createFailureLog } from '../records/failure-log.js';
 import { createRevocationRegistry } from '../records/revocation-registry.js';
 import { describeError, MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
-import { listFailed, retryFailed } from './queue-commands.js';
+import { failedForwards, listFailed, retryFailed } from './queue-commands.js';
+import { createForwardQueue } from '../forward/forward-queue.js';
+
+const FORWARD_COLUMNS = ['id', 'destination', 'message_id', 'reason', 'attempts'];
 import { runTts, runVoices } from './provider-commands.js';
 import { runSandbox, SANDBOX_FLAGS } from './sandbox-command.js';
 import { send } from './send.js';
@@ -206,18 +209,29 @@ async function runRedisCommand(
     printRows(output, keys, ['id', 'revoked_at', 'payload'], json);
     return 0;
   }
-  if (command === 'failures') {
-    const failures = await createFailureLog(redis, prefix).list();
-    printRows(output, failures, ['id', 'received_at', 'payload'], json);
-    return 0;
-  }
   const queue = createDeliveryQueue({ connection: redis, prefix });
+  const forwards = createForwardQueue(redis, prefix);
   try {
+    if (command === 'failures') {
+      const failures = await createFailureLog(redis, prefix).list();
+      const forwardRows = await failedForwards(forwards);
+      if (json) printRows(output, [...failures, ...forwardRows], [], true);
+      else {
+        printRows(output, failures, ['id', 'received_at', 'payload'], false);
+        if (forwardRows.length > 0) {
+          output.out(
+            `\nforwards past FORWARD_ATTEMPTS (audio-webhooks retry <id> sends one again):\n`,
+          );
+          printRows(output, forwardRows, FORWARD_COLUMNS, false);
+        }
+      }
+      return 0;
+    }
     return command === 'failed'
       ? await listFailed(queue, json, output)
-      : await retryFailed(queue, jobId, output);
+      : await retryFailed([queue, forwards], jobId, output);
   } finally {
-    await queue.close();
+    await Promise.all([queue.close(), forwards.close()]);
   }
 }
 

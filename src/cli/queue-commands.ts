@@ -1,7 +1,8 @@
 import type { Job } from 'bullmq';
 import type { DeliveryJobData, DeliveryQueue } from '../queue/delivery-queue.js';
 import { OperationalError } from './cli-errors.js';
-import { printRows, type Output } from './print.js';
+import type { ForwardQueue } from '../forward/forward-queue.js';
+import { printRows, type Output, type Row } from './print.js';
 import { counted } from '../util/counted.js';
 
 function failedRow(job: Job<DeliveryJobData>) {
@@ -26,23 +27,59 @@ export async function listFailed(
   return 0;
 }
 
-/** `retry <jobId>` or `retry --all`: failed jobs go back to waiting with fresh attempts. */
+/** Forwards past FORWARD_ATTEMPTS, newest first, in the shape of `failed`'s rows. */
+export async function failedForwards(queue: ForwardQueue): Promise<Row[]> {
+  const jobs = await queue.getFailed(0, -1);
+  return jobs.map((job) => ({
+    id: job.id ?? null,
+    kind: 'forward',
+    event: job.name,
+    data_id: job.data.messageId.slice(job.name.length + 1),
+    message_id: job.data.messageId,
+    destination: job.data.destination,
+    reason: job.failedReason,
+    attempts: job.attemptsMade,
+    failed_at: job.finishedOn === undefined ? null : new Date(job.finishedOn).toISOString(),
+  }));
+}
+
+/**
+ * `retry <jobId>` or `retry --all`: failed jobs go back to waiting with fresh attempts (their
+ * count reset: BullMQ keeps it by default, and the retry policy would give up after the first
+ * new failure), a delivery's (its handling runs again) or a forward's (its message sent again).
+ */
 export async function retryFailed(
-  queue: DeliveryQueue,
+  queues: readonly [DeliveryQueue, ForwardQueue],
   jobId: string | undefined,
   output: Output,
 ): Promise<number> {
   if (jobId === undefined) {
-    const count = await queue.getJobCountByTypes('failed');
-    await queue.retryJobs({ state: 'failed', count: 1000 });
+    let count = 0;
+    for (const queue of queues) count += await retryAll(queue);
     output.out(`${counted(count, 'failed job')} put back on the queue\n`);
     return 0;
   }
-  const job = await queue.getJob(jobId);
+  const [deliveries, forwards] = queues;
+  const job = (await deliveries.getJob(jobId)) ?? (await forwards.getJob(jobId));
   if (job === undefined) throw new OperationalError(`no job ${jobId}`);
   if (!(await job.isFailed()))
     throw new OperationalError(`job ${jobId} is ${await job.getState()}, not failed`);
-  await job.retry('failed');
+  await job.retry('failed', FRESH_ATTEMPTS);
   output.out(`job ${jobId} put back on the queue\n`);
   return 0;
+}
+
+const FRESH_ATTEMPTS = { resetAttemptsMade: true, resetAttemptsStarted: true } as const;
+/** Failed jobs read per round trip by `retry --all`: a page, not the whole failed set. */
+const RETRY_PAGE = 100;
+
+async function retryAll(queue: DeliveryQueue | ForwardQueue): Promise<number> {
+  let count = 0;
+  for (;;) {
+    // Each retried job leaves the failed set: the first page is always the next one.
+    const page: Job[] = await queue.getFailed(0, RETRY_PAGE - 1);
+    if (page.length === 0) return count;
+    for (const job of page) await job.retry('failed', FRESH_ATTEMPTS);
+    count += page.length;
+  }
 }

@@ -10,9 +10,15 @@ export const COMMANDS: Readonly<
     synopsis: 'failed [--json]',
     does: 'failed jobs: id, event, data.id, reason, attempts',
   },
-  retry: { synopsis: 'retry <jobId> | --all', does: 'put failed jobs back on the queue' },
+  retry: {
+    synopsis: 'retry <jobId> | --all',
+    does: 'put failed jobs back on the queue: a delivery is handled again, a forward sent again',
+  },
   'revoked-keys': { synopsis: 'revoked-keys [--json]', does: 'the revocation registry' },
-  failures: { synopsis: 'failures [--json]', does: 'recorded audio.failed events' },
+  failures: {
+    synopsis: 'failures [--json]',
+    does: 'recorded audio.failed events, then forwards past FORWARD_ATTEMPTS (id, destination, message_id, reason)',
+  },
   sandbox: {
     synopsis:
       'sandbox [--host H] [--port P] [--cdn-port P] [--public-host H] [--webhook-url U] [--secret S]\n          [--time-scale X] [--rate-window-ms MS] [--delivery-timeout-ms MS] [--dir D]',

@@ -23,7 +23,12 @@ export type Role = Config['role'];
 
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    // One problem is one line (what a start-up refusal prints); several, a list.
+    super(
+      problems.length === 1
+        ? `invalid configuration: ${problems[0] ?? ''}`
+        : `Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+    );
     this.name = 'ConfigError';
   }
 }
@@ -107,6 +112,12 @@ function crossProblems(config: Config): string[] {
   if (config.workerStallMs <= config.downloadTimeoutMs) {
     problems.push(
       `WORKER_STALL_MS (${config.workerStallMs}) must exceed DOWNLOAD_TIMEOUT_MS (${config.downloadTimeoutMs}): a slow download is not a wedged worker`,
+    );
+  }
+  const http = config.forwardDestinations.find((destination) => destination.kind === 'http');
+  if (http !== undefined && config.forwardSecret === undefined) {
+    problems.push(
+      `FORWARD_URLS names an HTTP destination (${http.name}) but FORWARD_SECRET is not set: HTTP forwards are signed with it`,
     );
   }
   return problems;

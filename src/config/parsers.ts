@@ -1,5 +1,6 @@
 import express from 'express';
 import { z } from 'zod';
+import { parseDestinations } from '../forward/destinations.js';
 
 /**
  * The parsers settings are declared with (settings.ts). Each takes the raw string of an
@@ -92,4 +93,16 @@ export const hostPorts = z
       parsed.push({ host: match[1].replace(/^\[|\]$/g, ''), port });
     }
     return parsed;
+  });
+
+/** FORWARD_URLS: the destinations (forward/destinations.ts); unset is the empty list. */
+export const forwardUrls = z
+  .string()
+  .optional()
+  .transform((raw, ctx) => {
+    if (raw === undefined) return [];
+    const parsed = parseDestinations(raw);
+    if ('destinations' in parsed) return parsed.destinations;
+    ctx.addIssue({ code: 'custom', message: parsed.problem });
+    return z.NEVER;
   });

@@ -108,6 +108,7 @@ export async function startSandbox(config: SandboxConfig, logger: Logger): Promi
       engine,
       audio: createAudioFiles(audioDir, cdnOrigin),
       cdnOrigin,
+      cdnHits: cdn.hits,
       cdnDispatcher,
       rateWindowMs: config.rateWindowMs,
       logger,

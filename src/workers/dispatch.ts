@@ -5,7 +5,9 @@ import { isKnownEvent, webhookEventSchema, type WebhookEvent } from '../webhooks
 import { handleAudioFailed } from './handlers/audio-failed.js';
 import { handleAudioReady } from './handlers/audio-ready.js';
 import { handleKeyRevoked } from './handlers/key-revoked.js';
+import type { AudioMetadata } from '../storage/audio-store.js';
 import type { DeliveryInfo } from './download-audio.js';
+import type { HookContext, Hooks } from './hooks.js';
 import type { WorkerContext } from './worker-context.js';
 
 /** A job's delivery and the facts of the job itself. */
@@ -17,6 +19,8 @@ export interface DeliveryJob {
   readonly attempt: number;
   /** Put on the queue again by `replay`. */
   readonly replay: boolean;
+  /** Told of each item the handling stored (its metadata): forwarding says where. @defaultValue none */
+  readonly onStored?: (stored: AudioMetadata) => void;
 }
 
 /**
@@ -41,7 +45,7 @@ export function dispatch(job: DeliveryJob, context: WorkerContext): Promise<unkn
     if (isKnownEvent(delivery.event)) {
       const parsed = webhookEventSchema.safeParse(delivery);
       if (!parsed.success) throw invalid(delivery.event, parsed.error.message);
-      return handleBuiltIn(parsed.data, context, info);
+      return handleBuiltIn(parsed.data, context.forDelivery(info, job.onStored), context.hooks);
     }
     const custom = context.customEvents.get(delivery.event);
     if (custom === undefined) {
@@ -51,7 +55,10 @@ export function dispatch(job: DeliveryJob, context: WorkerContext): Promise<unkn
     }
     const parsed = custom.data.safeParse(delivery.data);
     if (!parsed.success) throw invalid(delivery.event, parsed.error.message);
-    return custom.handle({ event: delivery.event, data: parsed.data }, context.forDelivery(info));
+    return custom.handle(
+      { event: delivery.event, data: parsed.data },
+      context.forDelivery(info, job.onStored),
+    );
   });
 }
 
@@ -63,19 +70,14 @@ function invalid(event: string, problems: string): UnrecoverableError {
  * One handler per built-in event. The switch is exhaustive: add an event to
  * `webhookEventSchema` and this file stops compiling until the new case is handled.
  */
-function handleBuiltIn(
-  event: WebhookEvent,
-  context: WorkerContext,
-  info: DeliveryInfo,
-): Promise<unknown> {
-  const hookContext = context.forDelivery(info);
+function handleBuiltIn(event: WebhookEvent, context: HookContext, hooks: Hooks): Promise<unknown> {
   switch (event.event) {
     case 'audio.ready':
-      return handleAudioReady(event, hookContext, context.hooks);
+      return handleAudioReady(event, context, hooks);
     case 'audio.failed':
-      return handleAudioFailed(event, hookContext, context.hooks);
+      return handleAudioFailed(event, context, hooks);
     case 'key.revoked':
-      return handleKeyRevoked(event, hookContext, context.hooks);
+      return handleKeyRevoked(event, context, hooks);
     default:
       return assertNever(event);
   }

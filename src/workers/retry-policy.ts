@@ -12,6 +12,8 @@ export interface RetryPolicy {
   readonly attempts: number;
   /** First retry delay (DOWNLOAD_BACKOFF_MS); doubles per attempt. */
   readonly backoffMs: number;
+  /** The longest delay between two attempts. @defaultValue none */
+  readonly maxDelayMs?: number;
 }
 
 /** attemptsMade counts the failed attempts so far (1 after the first failure). */
@@ -37,5 +39,7 @@ const GIVE_UP = -1;
  */
 export function backoffStrategy(policy: RetryPolicy) {
   return (attemptsMade: number, _type?: string, error?: Error): number =>
-    attemptsMade >= policy.attempts ? GIVE_UP : retryDelay(attemptsMade, policy.backoffMs, error);
+    attemptsMade >= policy.attempts
+      ? GIVE_UP
+      : Math.min(retryDelay(attemptsMade, policy.backoffMs, error), policy.maxDelayMs ?? Infinity);
 }

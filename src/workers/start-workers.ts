@@ -19,6 +19,9 @@ import { backoffStrategy } from './retry-policy.js';
 import { createLiveness, type Liveness } from './liveness.js';
 import { createWorkerContext } from './worker-context.js';
 import { startArchiving } from './archive-deliveries.js';
+import type { AudioMetadata } from '../storage/audio-store.js';
+import { forwardMessage } from '../forward/forward-message.js';
+import { startForwarding } from '../forward/start-forwarding.js';
 
 export interface WorkerOptions {
   /**
@@ -99,10 +102,14 @@ export async function startWorkers(
     isPaused: () => worker.isPaused(),
   });
   const registry = createRegistry(jobCounts);
-  const archiver = startArchiving(config, context.store, logger, [
+  // The worker's own counters go on its registry, and on the receiver's with ROLE=all.
+  const registries = [
     registry,
     ...(options.alsoRegisterOn === undefined ? [] : [options.alsoRegisterOn]),
-  ]);
+  ];
+  const archiver = startArchiving(config, context.store, logger, registries);
+
+  const forwarding = startForwarding(config, logger, redis, { registries, reportError });
 
   const worker = new Worker<DeliveryJobData>(
     DELIVERY_QUEUE,
@@ -111,17 +118,26 @@ export async function startWorkers(
         // Archived while it is handled, not before: the archive never delays a delivery. The job
         // ends only once its archive write has ended (done, or failed and counted).
         const archived = archiver?.record(job.data, job.id ?? '');
+        let stored: AudioMetadata | undefined;
         try {
-          return await dispatch(
+          const result = await dispatch(
             {
               delivery: job.data.event,
               jobId: job.id ?? '',
               receivedAt: job.data.receivedAt,
               attempt: job.attemptsMade + 1,
               replay: job.data.replay !== undefined,
+              onStored: (metadata) => (stored = metadata),
             },
             context,
           );
+          // Handled: now the message. A worker killed before this line leaves the job to be run
+          // again, which finds the audio stored (no download) and forwards then.
+          await forwarding?.forward(
+            job.id ?? '',
+            forwardMessage(job.data.event, new Date(), stored),
+          );
+          return result;
         } finally {
           await archived;
         }
@@ -168,6 +184,7 @@ export async function startWorkers(
       const redisDown = redis.status !== 'ready';
       archiver?.stop();
       await worker.close(redisDown);
+      await forwarding?.close();
       await queue.close();
       await context.dispatcher.close();
       if (redisDown) redis.disconnect();

@@ -6,7 +6,7 @@ import type { Config } from '../config/config.js';
 import { createGuardedAgent } from '../download/guarded-agent.js';
 import { createFailureLog } from '../records/failure-log.js';
 import { createRevocationRegistry } from '../records/revocation-registry.js';
-import type { AudioStore } from '../storage/audio-store.js';
+import type { AudioMetadata, AudioStore } from '../storage/audio-store.js';
 import { createAudioStore } from '../storage/create-audio-store.js';
 import { NO_CUSTOM_EVENTS, type CustomEvents } from '../webhooks/custom-events.js';
 import { createAudioDownloader, type DeliveryInfo } from './download-audio.js';
@@ -19,8 +19,8 @@ export interface WorkerContext {
   readonly dispatcher: Dispatcher & { close(): Promise<void> };
   readonly hooks: Hooks;
   readonly customEvents: CustomEvents;
-  /** The context a job's handler, hooks or custom `handle` get. */
-  forDelivery(delivery: DeliveryInfo): HookContext;
+  /** The context a job's handler, hooks or custom `handle` get; `onStored` hears each download. */
+  forDelivery(delivery: DeliveryInfo, onStored?: (stored: AudioMetadata) => void): HookContext;
 }
 
 const SECOND = 1000;
@@ -67,7 +67,7 @@ export async function createWorkerContext(
     dispatcher,
     hooks: options.hooks,
     customEvents: options.customEvents ?? NO_CUSTOM_EVENTS,
-    forDelivery(delivery) {
+    forDelivery(delivery, onStored) {
       const jobLogger = logger.child({
         jobId: delivery.jobId,
         event: delivery.event,
@@ -80,8 +80,11 @@ export async function createWorkerContext(
         revocations,
         failures,
         delivery,
-        downloadAudio: (url, downloadOptions) =>
-          download(url, downloadOptions, delivery, jobLogger),
+        downloadAudio: async (url, downloadOptions) => {
+          const stored = await download(url, downloadOptions, delivery, jobLogger);
+          onStored?.(stored);
+          return stored;
+        },
       };
     },
   };

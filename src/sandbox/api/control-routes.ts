@@ -54,5 +54,9 @@ export function controlRoutes(deps: SandboxApiDeps): Router {
     res.json(await deps.requests.list());
   });
 
+  app.get('/sandbox/cdn-hits', (_req, res) => {
+    res.json(Object.fromEntries(deps.cdnHits));
+  });
+
   return app;
 }

@@ -14,6 +14,8 @@ export interface SandboxApiDeps {
   readonly engine: DeliveryEngine;
   readonly audio: AudioFiles;
   readonly cdnOrigin: string;
+  /** The CDN's 200 answers by path (cdn-server.ts). */
+  readonly cdnHits: ReadonlyMap<string, number>;
   /** Trusts the CDN's own certificate, for voice conversion's fetch. */
   readonly cdnDispatcher: Dispatcher;
   readonly rateWindowMs: number;

@@ -18,6 +18,11 @@ export const SAMPLE_FILE = 'sample.wav';
 export interface CdnServer {
   readonly server: Server;
   readonly port: number;
+  /**
+   * GETs answered 200, by path, since the sandbox started: how a test proves an item was
+   * downloaded once. One process serves the CDN, so its own count is the whole count.
+   */
+  readonly hits: ReadonlyMap<string, number>;
   close(): Promise<void>;
 }
 
@@ -31,6 +36,7 @@ export async function startCdn(
   host: string,
   port: number,
 ): Promise<CdnServer> {
+  const hits = new Map<string, number>();
   const server = createServer({ key: certificate.key, cert: certificate.cert }, (req, res) => {
     const pathname = new URL(req.url ?? '/', 'https://cdn').pathname;
     const match = AUDIO_PATH.exec(pathname);
@@ -43,6 +49,7 @@ export async function startCdn(
       : join(audioDir, SAMPLE_FILE);
     stat(path).then(
       (info) => {
+        hits.set(pathname, (hits.get(pathname) ?? 0) + 1);
         res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': info.size });
         createReadStream(path).pipe(res);
       },
@@ -59,6 +66,7 @@ export async function startCdn(
   });
   return {
     server,
+    hits,
     port: (server.address() as AddressInfo).port,
     close: () =>
       new Promise((resolve) => {

@@ -1,0 +1,31 @@
+/** One message on its way: the id every destination carries, and the JSON body. */
+export interface Outgoing {
+  readonly id: string;
+  readonly body: string;
+}
+
+/** Sends to one destination; resolves once it took the message (2xx, PubAck, confirm). */
+export interface Sender {
+  send(message: Outgoing, signal: AbortSignal): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A destination did not take a message; the message says why, without credentials. */
+export class ForwardError extends Error {
+  override name = 'ForwardError';
+}
+
+/** Rejects with a ForwardError naming `what` once `signal` aborts (the attempt's deadline). */
+export function abortable<T>(work: Promise<T>, signal: AbortSignal, what: string): Promise<T> {
+  work.catch(() => undefined);
+  if (signal.aborted) return Promise.reject(new ForwardError(`${what}: no answer in time`));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      reject(new ForwardError(`${what}: no answer in time`));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => {
+      signal.removeEventListener('abort', onAbort);
+    });
+  });
+}

@@ -1,0 +1,238 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect as amqpConnect } from 'amqplib';
+import { connect as natsConnect, nanos, type NatsConnection } from 'nats';
+import { Webhook } from 'standardwebhooks';
+import { freePort } from './private-redis';
+
+/** What a destination received: the message id, its headers' view, and the parsed body. */
+export interface Received {
+  readonly id: string;
+  readonly body: {
+    type: string;
+    id: string;
+    timestamp: string;
+    data: Record<string, unknown>;
+    stored?: { name: string; bytes: number; sha256: string; content_type: string };
+  };
+}
+
+/** Messages arriving, with a wait for the n-th: each destination's consumer feeds one. */
+export class Inbox {
+  readonly messages: Received[] = [];
+  private readonly waiters: { count: number; resolve: () => void }[] = [];
+
+  push(message: Received): void {
+    this.messages.push(message);
+    for (const waiter of this.waiters.filter((w) => this.messages.length >= w.count)) {
+      this.waiters.splice(this.waiters.indexOf(waiter), 1);
+      waiter.resolve();
+    }
+  }
+
+  /** Resolves once `count` messages arrived (repeats included). */
+  atLeast(count: number): Promise<void> {
+    if (this.messages.length >= count) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ count, resolve }));
+  }
+
+  ids(): string[] {
+    return this.messages.map((m) => m.id);
+  }
+}
+
+/** A `whsec_` secret as FORWARD_SECRET takes it. */
+export function forwardSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+export interface HttpEndpoint {
+  readonly url: string;
+  readonly inbox: Inbox;
+  /** Requests whose signature did not verify (never expected). */
+  readonly rejected: string[];
+  /** While set, every request is answered 503 (and not put in the inbox). */
+  failing: boolean;
+  /** Every request seen, answered or refused. */
+  requests: number;
+  close(): Promise<void>;
+}
+
+/** A consumer's HTTP endpoint that verifies each forward with the `standardwebhooks` library. */
+export async function startHttpEndpoint(secret: string): Promise<HttpEndpoint> {
+  const verifier = new Webhook(secret);
+  const inbox = new Inbox();
+  const endpoint: HttpEndpoint = {
+    url: '',
+    inbox,
+    rejected: [],
+    failing: false,
+    requests: 0,
+    close: () => Promise.resolve(),
+  };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      endpoint.requests += 1;
+      if (endpoint.failing) {
+        res.writeHead(503).end();
+        return;
+      }
+      const body = Buffer.concat(chunks).toString();
+      try {
+        verifier.verify(body, req.headers as Record<string, string>);
+      } catch (error: unknown) {
+        endpoint.rejected.push(String(error));
+        res.writeHead(400).end();
+        return;
+      }
+      inbox.push({
+        id: String(req.headers['webhook-id']),
+        body: JSON.parse(body) as Received['body'],
+      });
+      res.writeHead(204).end();
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return Object.assign(endpoint, {
+    url: `http://127.0.0.1:${port}/hooks/audio`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => {
+          resolve();
+        });
+        server.closeAllConnections();
+      }),
+  });
+}
+
+export interface JetStream {
+  /** FORWARD_URLS' entry for it. */
+  readonly url: string;
+  readonly inbox: Inbox;
+  /** The messages the stream holds now. */
+  stored(): Promise<number>;
+  close(): Promise<void>;
+}
+
+/**
+ * A stream of its own on a NATS server (the machine's on 4222 unless `server` names another)
+ * and an ordered consumer reading it from the start: the inbox holds what the stream stored.
+ */
+export async function createJetStream(server = '127.0.0.1:4222'): Promise<JetStream> {
+  const name = `AW_TEST_${randomUUID().replace(/-/g, '')}`;
+  const subject = `aw-test.${name.toLowerCase()}`;
+  const nc: NatsConnection = await natsConnect({ servers: server, maxReconnectAttempts: -1 });
+  const jsm = await nc.jetstreamManager();
+  await jsm.streams.add({ name, subjects: [subject], duplicate_window: nanos(120_000) });
+  const inbox = new Inbox();
+  const consumer = await nc.jetstream().consumers.get(name);
+  const messages = await consumer.consume();
+  void (async () => {
+    for await (const message of messages) {
+      inbox.push({
+        id: message.headers?.get('Nats-Msg-Id') ?? '',
+        body: message.json<Received['body']>(),
+      });
+    }
+  })();
+  return {
+    url: `nats://${server}/${subject}`,
+    inbox,
+    stored: async () => (await jsm.streams.info(name)).state.messages,
+    async close() {
+      await messages.close();
+      await jsm.streams.delete(name).catch(() => undefined);
+      await nc.close();
+    },
+  };
+}
+
+export interface RabbitQueue {
+  readonly url: string;
+  readonly inbox: Inbox;
+  close(): Promise<void>;
+}
+
+/** An exchange and an exclusive queue bound to it on the machine's RabbitMQ (guest/guest). */
+export async function createRabbitQueue(): Promise<RabbitQueue> {
+  const exchange = `aw-test-${randomUUID()}`;
+  const model = await amqpConnect('amqp://guest:guest@127.0.0.1:5672');
+  const channel = await model.createChannel();
+  await channel.assertExchange(exchange, 'direct', { durable: false, autoDelete: true });
+  const { queue } = await channel.assertQueue('', { exclusive: true });
+  await channel.bindQueue(queue, exchange, 'stored');
+  const inbox = new Inbox();
+  await channel.consume(
+    queue,
+    (message) => {
+      if (message === null) return;
+      inbox.push({
+        id: String(message.properties.messageId),
+        body: JSON.parse(message.content.toString()) as Received['body'],
+      });
+    },
+    { noAck: true },
+  );
+  return {
+    url: `amqp://guest:guest@127.0.0.1:5672/?exchange=${exchange}&routing_key=stored`,
+    inbox,
+    async close() {
+      await model.close();
+    },
+  };
+}
+
+export interface PrivateNats {
+  readonly server: string;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+/** A nats-server with JetStream of the test's own, on a free port: one a test may stop. */
+export async function startPrivateNats(): Promise<PrivateNats> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'aw-nats-'));
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    const started = spawn(
+      'nats-server',
+      ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    child = started;
+    // It says so on standard error once it accepts connections (JetStream included).
+    let said = '';
+    await new Promise<void>((resolve, reject) => {
+      started.stderr?.on('data', (chunk: Buffer) => {
+        said += chunk.toString();
+        if (said.includes('Server is ready')) resolve();
+      });
+      started.once('exit', (code) => {
+        reject(new Error(`nats-server exited (${code}): ${said}`));
+      });
+    });
+  };
+  await start();
+  return {
+    server: `127.0.0.1:${port}`,
+    start,
+    async stop() {
+      const running = child;
+      if (running === undefined || running.exitCode !== null) return;
+      running.kill('SIGTERM');
+      await once(running, 'exit');
+    },
+  };
+}
