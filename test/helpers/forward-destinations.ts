@@ -59,6 +59,8 @@ export interface HttpEndpoint {
   readonly rejected: string[];
   /** While set, every request is answered 503 (and not put in the inbox). */
   failing: boolean;
+  /** The next this many requests are answered 503. */
+  failNext: number;
   /** Every request seen, answered or refused. */
   requests: number;
   close(): Promise<void>;
@@ -73,6 +75,7 @@ export async function startHttpEndpoint(secret: string): Promise<HttpEndpoint> {
     inbox,
     rejected: [],
     failing: false,
+    failNext: 0,
     requests: 0,
     close: () => Promise.resolve(),
   };
@@ -81,7 +84,9 @@ export async function startHttpEndpoint(secret: string): Promise<HttpEndpoint> {
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       endpoint.requests += 1;
-      if (endpoint.failing) {
+      const failedNow = endpoint.failNext > 0;
+      if (failedNow) endpoint.failNext -= 1;
+      if (endpoint.failing || failedNow) {
         res.writeHead(503).end();
         return;
       }
@@ -118,9 +123,12 @@ export async function startHttpEndpoint(secret: string): Promise<HttpEndpoint> {
 export interface JetStream {
   /** FORWARD_URLS' entry for it. */
   readonly url: string;
+  /** What an ordered consumer read from the stream (none with `consume: false`). */
   readonly inbox: Inbox;
   /** The messages the stream holds now. */
   stored(): Promise<number>;
+  /** The Nats-Msg-Id of every message the stream holds, read one by one. */
+  read(): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -128,29 +136,41 @@ export interface JetStream {
  * A stream of its own on a NATS server (the machine's on 4222 unless `server` names another)
  * and an ordered consumer reading it from the start: the inbox holds what the stream stored.
  */
-export async function createJetStream(server = '127.0.0.1:4222'): Promise<JetStream> {
+export async function createJetStream(
+  server = '127.0.0.1:4222',
+  { consume = true } = {},
+): Promise<JetStream> {
   const name = `AW_TEST_${randomUUID().replace(/-/g, '')}`;
   const subject = `aw-test.${name.toLowerCase()}`;
   const nc: NatsConnection = await natsConnect({ servers: server, maxReconnectAttempts: -1 });
   const jsm = await nc.jetstreamManager();
   await jsm.streams.add({ name, subjects: [subject], duplicate_window: nanos(120_000) });
   const inbox = new Inbox();
-  const consumer = await nc.jetstream().consumers.get(name);
-  const messages = await consumer.consume();
-  void (async () => {
-    for await (const message of messages) {
-      inbox.push({
-        id: message.headers?.get('Nats-Msg-Id') ?? '',
-        body: message.json<Received['body']>(),
-      });
-    }
-  })();
+  const messages = consume ? await (await nc.jetstream().consumers.get(name)).consume() : undefined;
+  if (messages !== undefined)
+    void (async () => {
+      for await (const message of messages) {
+        inbox.push({
+          id: message.headers?.get('Nats-Msg-Id') ?? '',
+          body: message.json<Received['body']>(),
+        });
+      }
+    })();
   return {
     url: `nats://${server}/${subject}`,
     inbox,
     stored: async () => (await jsm.streams.info(name)).state.messages,
+    async read() {
+      const { first_seq: first, last_seq: last } = (await jsm.streams.info(name)).state;
+      const ids: string[] = [];
+      for (let seq = first; seq <= last && last > 0; seq += 1) {
+        const message = await jsm.streams.getMessage(name, { seq });
+        ids.push(message.header.get('Nats-Msg-Id'));
+      }
+      return ids;
+    },
     async close() {
-      await messages.close();
+      await messages?.close();
       await jsm.streams.delete(name).catch(() => undefined);
       await nc.close();
     },

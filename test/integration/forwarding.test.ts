@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -18,9 +18,10 @@ import {
 import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
 import { freePort } from '../helpers/private-redis';
 import { deliveredBy, startSandboxProcess } from '../helpers/sandbox-process';
-import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
+import { spawnService } from '../helpers/spawn-service';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
-import { deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
+import supertest from 'supertest';
+import { createTestReceiver, deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
 
 const redis = new Redis(process.env.REDIS_URL ?? '');
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -53,6 +54,13 @@ function prefixed(): string {
   const prefix = `test-${randomUUID()}`;
   cleanups.push(() => deleteKeys(redis, `${prefix}:*`));
   return prefix;
+}
+
+/** The local CDN's certificate as a file, for a spawned worker's NODE_EXTRA_CA_CERTS. */
+function caFile(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
+  writeFileSync(file, cdn.ca);
+  return file;
 }
 
 /** Serves a distinct body at /<id>.mp3 on the local CDN. */
@@ -163,3 +171,244 @@ it('200 deliveries from the sandbox: 200 messages at an HTTP endpoint, a JetStre
   );
   expect(text).toMatch(/webhook_forward_queue_jobs\{state="waiting"\} 0/);
 }, 120_000);
+
+it('a destination down for 10 s (a nats-server stopped, the HTTP endpoint answering 503): every message arrives once it is back, RabbitMQ is not held up, no audio downloaded twice', async () => {
+  const secret = forwardSecret();
+  const nats = await startPrivateNats();
+  cleanups.push(() => nats.stop());
+  const [endpoint, stream, rabbit] = await Promise.all([
+    startHttpEndpoint(secret),
+    createJetStream(nats.server, { consume: false }),
+    createRabbitQueue(),
+  ]);
+  cleanups.push(
+    () => endpoint.close(),
+    () => stream.close(),
+    () => rabbit.close(),
+  );
+  const port = await freePort();
+  const all = service({
+    WEBHOOK_SECRETS: TEST_SECRET,
+    QUEUE_PREFIX: prefixed(),
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    CDN_URL: cdn.origin,
+    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    NODE_EXTRA_CA_CERTS: caFile(),
+    FORWARD_URLS: [endpoint.url, stream.url, rabbit.url].join(','),
+    FORWARD_SECRET: secret,
+    FORWARD_BACKOFF_MS: '200',
+    FORWARD_TIMEOUT_MS: '2000',
+  });
+  await all.waitForLog('audio-webhooks started');
+
+  await nats.stop();
+  endpoint.failing = true;
+  const down = Date.now();
+  const ids = Array.from({ length: 20 }, () => `outage-${randomUUID()}`);
+  for (const id of ids) expect(await post(port, item(id))).toBe(202);
+  // RabbitMQ has them all while the other two are still down.
+  await rabbit.inbox.atLeast(20);
+  expect(endpoint.failing).toBe(true);
+  expect(endpoint.requests).toBeGreaterThan(0);
+  expect(endpoint.inbox.messages).toHaveLength(0);
+
+  // The outage is the scenario: 10 s of it, then both come back.
+  await new Promise((resolve) => setTimeout(resolve, 10_000 - (Date.now() - down)));
+  await nats.start();
+  endpoint.failing = false;
+  await endpoint.inbox.atLeast(20);
+  await eventually(async () => ((await stream.stored()) >= 20 ? true : undefined), {
+    timeoutMs: 60_000,
+  });
+
+  const wanted = sorted(ids.map((id) => `audio.ready:${id}`));
+  expect(sorted(rabbit.inbox.ids())).toEqual(wanted);
+  expect(sorted(endpoint.inbox.ids())).toEqual(wanted);
+  expect(sorted(await stream.read())).toEqual(wanted);
+  for (const id of ids) expect(cdn.hits.get(`/${id}.mp3`)).toBe(1);
+}, 120_000);
+
+it('a worker SIGKILLed after storing and before forwarding: the message is sent after the restart, the audio not fetched again', async () => {
+  const rabbit = await createRabbitQueue();
+  cleanups.push(() => rabbit.close());
+  const env = {
+    WEBHOOK_SECRETS: TEST_SECRET,
+    QUEUE_PREFIX: prefixed(),
+    AUDIO_DIR: mkdtempSync(join(tmpdir(), 'aw-forward-')),
+    CDN_URL: cdn.origin,
+    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    NODE_EXTRA_CA_CERTS: caFile(),
+    FORWARD_URLS: rabbit.url,
+    // The dead worker's job is taken over within seconds.
+    WORKER_LOCK_MS: '1500',
+  };
+  const receiver = await createTestReceiver({ QUEUE_PREFIX: env.QUEUE_PREFIX });
+  cleanups.push(() => receiver.close());
+  // A worker whose audio.ready hook (it runs after the audio and its metadata are stored, before
+  // the message is queued) says so and holds: the moment to kill it.
+  const holding = service(
+    { ...env, ROLE: 'worker' },
+    {
+      command: [
+        process.execPath,
+        '-e',
+        `const { loadConfig, startWorkers } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'index.js'))});
+         const { createLogger } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'logger.js'))});
+         startWorkers(loadConfig(), createLogger('info'), { hooks: { audioReady: async () => {
+           console.log(JSON.stringify({ msg: 'stored; holding before forwarding' }));
+           await new Promise(() => undefined);
+         } } });`,
+      ],
+    },
+  );
+  const id = `killed-${randomUUID()}`;
+  const { raw, headers } = signed(item(id));
+  await supertest(receiver.listener).post('/webhooks').set(headers).send(raw).expect(202);
+  await holding.waitForLog('stored; holding before forwarding');
+  expect(stored(env.AUDIO_DIR, id).bytes).toBeGreaterThan(0);
+  holding.child.kill('SIGKILL');
+  await holding.exited;
+  expect(rabbit.inbox.messages).toHaveLength(0);
+
+  const restarted = service({ ...env, ROLE: 'worker' });
+  await rabbit.inbox.atLeast(1);
+  expect(rabbit.inbox.ids()).toEqual([`audio.ready:${id}`]);
+  expect(rabbit.inbox.messages[0]?.body.stored?.sha256).toBe(stored(env.AUDIO_DIR, id).sha256);
+  expect(cdn.hits.get(`/${id}.mp3`)).toBe(1);
+  await restarted.waitForLog('audio already downloaded');
+}, 60_000);
+
+describe('in one pipeline', () => {
+  let pipeline: TestPipeline;
+  let endpoint: HttpEndpoint;
+  let rabbit: Awaited<ReturnType<typeof createRabbitQueue>>;
+
+  beforeEach(async () => {
+    const secret = forwardSecret();
+    endpoint = await startHttpEndpoint(secret);
+    rabbit = await createRabbitQueue();
+    pipeline = await startTestPipeline(
+      { CDN_URL: cdn.origin, DOWNLOAD_ALLOW_PRIVATE_IPS: 'true' },
+      cdn.ca,
+      {
+        FORWARD_URLS: `${endpoint.url},${rabbit.url}`,
+        FORWARD_SECRET: secret,
+        FORWARD_ATTEMPTS: '2',
+        FORWARD_BACKOFF_MS: '20',
+      },
+    );
+    cleanups.push(
+      () => endpoint.close(),
+      () => rabbit.close(),
+      async () => {
+        await pipeline.close();
+        await deleteKeys(redis, `${pipeline.receiver.config.queuePrefix}:*`);
+      },
+    );
+  });
+
+  it('past FORWARD_ATTEMPTS: `failures` lists it with its destination; `retry` sends it again, with fresh attempts', async () => {
+    endpoint.failing = true;
+    const id = `exhausted-${randomUUID()}`;
+    await pipeline.post(item(id)).expect(202);
+    await rabbit.inbox.atLeast(1);
+    const listed = await eventually(async () => {
+      const { stdout } = await pipeline.cli('failures', '--json');
+      const rows = JSON.parse(stdout) as Record<string, unknown>[];
+      return rows.length > 0 ? rows : undefined;
+    });
+    expect(listed).toEqual([
+      expect.objectContaining({
+        kind: 'forward',
+        destination: endpoint.url,
+        message_id: `audio.ready:${id}`,
+        event: 'audio.ready',
+        data_id: id,
+        attempts: 2,
+        reason: 'answered 503',
+      }),
+    ]);
+    const table = await pipeline.cli('failures');
+    expect(table.stdout).toContain(endpoint.url);
+    expect(table.stdout).toContain('forwards past FORWARD_ATTEMPTS');
+
+    // The endpoint fails the first try after the retry too: a retry that kept the job's attempts
+    // of before would give up on it at once.
+    endpoint.failing = false;
+    endpoint.failNext = 1;
+    const requestsBefore = endpoint.requests;
+    const retried = await pipeline.cli('retry', String(listed[0]?.id));
+    expect(retried).toMatchObject({
+      code: 0,
+      stdout: `job ${String(listed[0]?.id)} put back on the queue\n`,
+    });
+    await endpoint.inbox.atLeast(1);
+    expect(endpoint.requests - requestsBefore).toBe(2);
+    expect(endpoint.inbox.ids()).toEqual([`audio.ready:${id}`]);
+    expect(JSON.parse((await pipeline.cli('failures', '--json')).stdout)).toEqual([]);
+    expect(cdn.hits.get(`/${id}.mp3`)).toBe(1);
+  });
+
+  it('a replay forwards again with the same id; a provider re-delivery (duplicate) forwards nothing', async () => {
+    const id = `replayed-${randomUUID()}`;
+    const delivery = item(id);
+    await pipeline.post(delivery).expect(202);
+    await rabbit.inbox.atLeast(1);
+    await endpoint.inbox.atLeast(1);
+    const again = await pipeline.post(delivery).expect(200);
+    expect(again.body).toMatchObject({ duplicate: true });
+
+    const replay = await pipeline.cli('replay', '--id', id);
+    expect(replay.code).toBe(0);
+    await rabbit.inbox.atLeast(2);
+    await endpoint.inbox.atLeast(2);
+    const wanted = [`audio.ready:${id}`, `audio.ready:${id}`];
+    expect(rabbit.inbox.ids()).toEqual(wanted);
+    expect(endpoint.inbox.ids()).toEqual(wanted);
+    const [first, second] = rabbit.inbox.messages as [Received, Received];
+    expect(second.body.timestamp > first.body.timestamp).toBe(true);
+    expect(second.body.stored).toEqual(first.body.stored);
+    // Every job either forward queue ever held: two per destination, no third from the duplicate.
+    const counts = await pipeline.cli('failures', '--json');
+    expect(JSON.parse(counts.stdout)).toEqual([]);
+    expect(await redis.zcard(`${pipeline.receiver.config.queuePrefix}:forwards:completed`)).toBe(4);
+  });
+});
+
+it.each([
+  ['an unknown scheme', { FORWARD_URLS: 'ftp://files.example.com/drop' }, /unknown scheme ftp:/],
+  [
+    'an HTTP destination without FORWARD_SECRET',
+    { FORWARD_URLS: 'https://hooks.example.com/audio' },
+    /FORWARD_SECRET is not set/,
+  ],
+  [
+    'an unparsable URL',
+    { FORWARD_URLS: 'nats://127.0.0.1:4222/a,not a url' },
+    /entry 2 is not a URL/,
+  ],
+  [
+    'a NATS URL without a subject',
+    { FORWARD_URLS: 'nats://127.0.0.1:4222/' },
+    /the path must be a subject/,
+  ],
+  [
+    'an AMQP URL with a parameter it does not read (its password never printed)',
+    { FORWARD_URLS: 'amqp://user:s3cret-pass@127.0.0.1:5672/?exchange=x&bogus=1' },
+    /unknown parameter bogus/,
+  ],
+  [
+    'a secret that is not whsec_<base64>',
+    { FORWARD_URLS: 'https://hooks.example.com/audio', FORWARD_SECRET: 'plain-secret' },
+    /FORWARD_SECRET must be whsec_/,
+  ],
+])('%s: start refused with one line naming the setting, exit 1', async (_name, env, reason) => {
+  const refused = service({ WEBHOOK_SECRETS: TEST_SECRET, QUEUE_PREFIX: prefixed(), ...env });
+  expect(await refused.exited).toBe(1);
+  const lines = refused.stderr().split('\n').filter(Boolean);
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(/^audio-webhooks: invalid configuration: FORWARD_(URLS|SECRET) /);
+  expect(lines[0]).toMatch(reason);
+  expect(refused.stderr()).not.toContain('s3cret');
+});
