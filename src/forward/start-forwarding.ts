@@ -1,9 +1,10 @@
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
+import { boundedJobCounts } from '../queue/job-counts.js';
+import { registerQueueGauges } from '../telemetry/metrics.js';
 import type { Config } from '../config/config.js';
 import type { RedisConnection } from '../redis/connections.js';
-import { withDeadline } from '../redis/deadline.js';
 import { backoffStrategy } from '../workers/retry-policy.js';
 import { createAmqpSender } from './amqp-sender.js';
 import type { Destination } from './destinations.js';
@@ -29,7 +30,8 @@ const KEEP_COMPLETED = { age: 3600, count: 10_000 } as const;
 const KEEP_FAILED = { count: 10_000 } as const;
 /** A destination down for long is tried every 10 minutes at the most. */
 const MAX_DELAY_MS = 10 * 60 * 1000;
-const FORWARD_STATES = ['waiting', 'delayed', 'active', 'failed'] as const;
+/** The name KEDA's second trigger (deploy/kubernetes) queries; a test keeps the two in step. */
+export const FORWARD_BACKLOG_METRIC = 'webhook_forward_backlog';
 
 /**
  * Forwarding, in a process that runs workers, when FORWARD_URLS names destinations: the forward
@@ -65,24 +67,13 @@ export function startForwarding(
     labelNames: ['destination', 'result'],
     registers: [...registries],
   });
-  new Gauge({
-    name: 'webhook_forward_queue_jobs',
-    help: 'Jobs in the forward queue by state (delayed: waiting to retry a destination)',
-    labelNames: ['state'],
-    registers: [...registries],
-    aggregator: 'max',
-    async collect() {
-      if (redis.status !== 'ready') return;
-      const counts = await withDeadline(
-        queue.getJobCounts(...FORWARD_STATES),
-        2_000,
-        'the forward queue counts',
-      ).catch(() => undefined);
-      for (const state of FORWARD_STATES) {
-        const count = counts?.[state];
-        if (count !== undefined) this.set({ state }, count);
-      }
-    },
+  registerQueueGauges(registries, boundedJobCounts(queue, redis), {
+    jobs: 'webhook_forward_queue_jobs',
+    queue: 'the forward queue (delayed: waiting to try a destination again)',
+    backlog: FORWARD_BACKLOG_METRIC,
+    // Delayed forwards wait for a destination to come back; more workers would not help them.
+    backlogStates: ['waiting', 'prioritized'],
+    backlogHelp: 'Forwards ready to send: waiting + prioritized (KEDA scales workers on this too)',
   });
   const worker = new Worker<ForwardJobData>(
     FORWARD_QUEUE,

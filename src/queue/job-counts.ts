@@ -1,7 +1,6 @@
-import type { JobType } from 'bullmq';
+import type { JobType, Queue } from 'bullmq';
 import type { RedisConnection } from '../redis/connections.js';
 import { withDeadline } from '../redis/deadline.js';
-import type { DeliveryQueue } from './delivery-queue.js';
 
 /**
  * How long a read of the queue's counts may take (a scrape, a liveness probe). Prometheus's own
@@ -17,7 +16,10 @@ export type JobCounts = (...states: JobType[]) => Promise<Record<string, number>
  * it, for good when it was down at start: a scrape hung 629 s), and a Redis that accepts but does
  * not answer is cut off after JOB_COUNTS_DEADLINE_MS.
  */
-export function boundedJobCounts(queue: DeliveryQueue, redis: RedisConnection): JobCounts {
+export function boundedJobCounts(
+  queue: Pick<Queue, 'getJobCounts'>,
+  redis: RedisConnection,
+): JobCounts {
   return (...states) =>
     redis.status === 'ready'
       ? withDeadline(queue.getJobCounts(...states), JOB_COUNTS_DEADLINE_MS, 'the queue counts')

@@ -36,6 +36,26 @@ const BACKLOG_STATES = ['waiting', 'prioritized', 'delayed'] as const;
 /** The name KEDA's ScaledObject (deploy/kubernetes) queries; a test keeps the two in step. */
 export const BACKLOG_METRIC = 'webhook_queue_backlog';
 
+/** The names a queue's two gauges are exported under. */
+export interface QueueGaugeNames {
+  /** Jobs by state. */
+  readonly jobs: string;
+  readonly queue: string;
+  /** Jobs a worker would take: what workers are scaled on. */
+  readonly backlog: string;
+  readonly backlogStates: readonly (typeof QUEUE_STATES)[number][];
+  readonly backlogHelp: string;
+}
+
+const DELIVERY_GAUGES: QueueGaugeNames = {
+  jobs: 'webhook_queue_jobs',
+  queue: 'the delivery queue',
+  backlog: BACKLOG_METRIC,
+  backlogStates: BACKLOG_STATES,
+  backlogHelp:
+    'Jobs not yet taken by a worker: waiting + prioritized + delayed (scale workers on this)',
+};
+
 /**
  * Gauges read from Redis only when Prometheus scrapes: the queue by state, and the backlog the
  * workers are scaled on, from ONE getJobCounts per scrape (prom-client collects both at once, so
@@ -43,7 +63,11 @@ export const BACKLOG_METRIC = 'webhook_queue_backlog';
  * they keep their values. Every receiver process reads the same queue,
  * so across processes these are the same number, not parts of a sum: aggregated by `max`.
  */
-function registerQueueGauges(registry: Registry, jobCounts: JobCounts): void {
+export function registerQueueGauges(
+  registries: readonly Registry[],
+  jobCounts: JobCounts,
+  names: QueueGaugeNames = DELIVERY_GAUGES,
+): void {
   let inFlight: Promise<Record<string, number> | undefined> | undefined;
   const counts = () =>
     (inFlight ??= jobCounts(...QUEUE_STATES)
@@ -52,10 +76,10 @@ function registerQueueGauges(registry: Registry, jobCounts: JobCounts): void {
         inFlight = undefined;
       }));
   new Gauge({
-    name: 'webhook_queue_jobs',
-    help: 'Jobs in the delivery queue by state',
+    name: names.jobs,
+    help: `Jobs in ${names.queue} by state`,
     labelNames: ['state'],
-    registers: [registry],
+    registers: [...registries],
     aggregator: 'max',
     async collect() {
       const byState = await counts();
@@ -66,14 +90,14 @@ function registerQueueGauges(registry: Registry, jobCounts: JobCounts): void {
     },
   });
   new Gauge({
-    name: BACKLOG_METRIC,
-    help: 'Jobs not yet taken by a worker: waiting + prioritized + delayed (scale workers on this)',
-    registers: [registry],
+    name: names.backlog,
+    help: names.backlogHelp,
+    registers: [...registries],
     aggregator: 'max',
     async collect() {
       const byState = await counts();
       if (byState !== undefined)
-        this.set(BACKLOG_STATES.reduce((sum, state) => sum + (byState[state] ?? 0), 0));
+        this.set(names.backlogStates.reduce((sum, state) => sum + (byState[state] ?? 0), 0));
     },
   });
 }
@@ -82,7 +106,7 @@ function registerQueueGauges(registry: Registry, jobCounts: JobCounts): void {
 export function createRegistry(jobCounts?: JobCounts): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  if (jobCounts) registerQueueGauges(registry, jobCounts);
+  if (jobCounts) registerQueueGauges([registry], jobCounts);
   return registry;
 }
 

@@ -235,7 +235,7 @@ export async function startPrivateNats(): Promise<PrivateNats> {
     // It says so on standard error once it accepts connections (JetStream included).
     let said = '';
     await new Promise<void>((resolve, reject) => {
-      started.stderr?.on('data', (chunk: Buffer) => {
+      started.stderr.on('data', (chunk: Buffer) => {
         said += chunk.toString();
         if (said.includes('Server is ready')) resolve();
       });

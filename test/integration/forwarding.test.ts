@@ -170,6 +170,7 @@ it('200 deliveries from the sandbox: 200 messages at an HTTP endpoint, a JetStre
     ),
   );
   expect(text).toMatch(/webhook_forward_queue_jobs\{state="waiting"\} 0/);
+  expect(text).toMatch(/webhook_forward_backlog 0/);
 }, 120_000);
 
 it('a destination down for 10 s (a nats-server stopped, the HTTP endpoint answering 503): every message arrives once it is back, RabbitMQ is not held up, no audio downloaded twice', async () => {

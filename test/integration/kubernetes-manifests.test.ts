@@ -13,6 +13,7 @@ import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import { parseAllDocuments } from 'yaml';
 import { loadConfig } from '../../src/config/config';
 import { BACKLOG_METRIC } from '../../src/telemetry/metrics';
+import { FORWARD_BACKLOG_METRIC } from '../../src/forward/start-forwarding';
 
 const root = join(__dirname, '..', '..');
 const BASE = join(root, 'deploy', 'kubernetes');
@@ -169,7 +170,7 @@ it('PodDisruptionBudgets select the pods they guard', () => {
   }
 });
 
-it('KEDA scales the worker on the backlog metric the service exports', () => {
+it('KEDA scales the worker on the backlog metrics the service exports: deliveries and forwards', () => {
   const scaled = named('ScaledObject', 'audio-webhooks-worker');
   expect(scaled.spec?.scaleTargetRef).toEqual({ name: worker.metadata.name });
   expect(scaled.spec?.triggers).toEqual([
@@ -177,6 +178,13 @@ it('KEDA scales the worker on the backlog metric the service exports', () => {
       type: 'prometheus',
       metadata: expect.objectContaining({
         query: `max(${BACKLOG_METRIC})`,
+        threshold: expect.stringMatching(/^\d+$/),
+      }),
+    },
+    {
+      type: 'prometheus',
+      metadata: expect.objectContaining({
+        query: `max(${FORWARD_BACKLOG_METRIC}) or vector(0)`,
         threshold: expect.stringMatching(/^\d+$/),
       }),
     },
