@@ -40,6 +40,11 @@ export interface EndToEndOptions {
   readonly countStored?: () => Promise<{ audio: number; metadata: number }>;
   /** The naive worker (bench/baselines/naive-worker.ts) instead of the service's. */
   readonly naiveWorker?: boolean;
+  /**
+   * What else must have happened before the run counts as done, given the distinct items
+   * (forwarding: each item's message at every destination). @defaultValue nothing
+   */
+  readonly settledWhen?: (items: number) => Promise<void>;
 }
 
 export async function runEndToEnd(
@@ -107,6 +112,7 @@ export async function runEndToEnd(
   );
   const postedSeconds = (performance.now() - started) / 1000;
   await jobs.done;
+  await options.settledWhen?.(unique);
   const seconds = (performance.now() - started) / 1000;
   const [receiverCpu, workerCpu] = service.map(
     (child) => cpuSecondsOf(child.pid) - (cpuBefore.get(child) ?? 0),

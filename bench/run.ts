@@ -31,6 +31,7 @@ import {
 } from './lib.js';
 import { countLost } from './verify-stored.js';
 import { runArchiveQueries, type ArchiveQueriesResult } from './archive-queries.js';
+import { forwardingLine, runForwarding, type ForwardingResult } from './forwarding.js';
 
 const CONNECTIONS = 50;
 const WARMUP_SECONDS = 3;
@@ -263,6 +264,19 @@ async function archiveQueriesOnly(): Promise<void> {
   );
 }
 
+/** `npm run bench -- --forwarding`: forwarding's price alone. */
+async function forwardingOnly(): Promise<void> {
+  const redisServer = await startPrivateRedis({ persistent: true });
+  const cdn = await startLocalCdn();
+  try {
+    const forwarding = await runForwarding(redisServer.url, cdn, DEFAULT_STORES_CONCURRENCY);
+    process.stdout.write(`## Forwarding\n\n${forwardingLine(forwarding)}\n`);
+  } finally {
+    await cdn.close();
+    await redisServer.stop();
+  }
+}
+
 /** `npm run bench -- --archive`: the archive's price on the receiver alone. */
 async function archiveOnly(): Promise<void> {
   const redisServer = await startPrivateRedis({ persistent: true });
@@ -316,6 +330,7 @@ async function main(): Promise<void> {
   if (process.argv.includes('--stores')) return storesOnly();
   if (process.argv.includes('--archive')) return archiveOnly();
   if (process.argv.includes('--archive-queries')) return archiveQueriesOnly();
+  if (process.argv.includes('--forwarding')) return forwardingOnly();
   const redisServer = await startPrivateRedis({ persistent: true });
   const redis = new Redis(redisServer.url);
   const cdn = await startLocalCdn();
@@ -340,6 +355,7 @@ async function main(): Promise<void> {
     const replicaWait = await waitCost(redisServer);
     const archive = await archiveCost(redisServer.url);
     const archiveQueries = await runArchiveQueries();
+    const forwarding = await runForwarding(redisServer.url, cdn, concurrency.best);
     const results = {
       date: new Date().toISOString(),
       machine: { node: process.version, cpus: cpus().length, cpu: cpus()[0]?.model ?? 'unknown' },
@@ -361,6 +377,7 @@ async function main(): Promise<void> {
       replicaWait,
       archive,
       archiveQueries,
+      forwarding,
       downloads: {
         ...downloads,
         ratioToCurl:
@@ -440,6 +457,11 @@ async function main(): Promise<void> {
         `${results.downloads.ratioToCurl ?? 'no curl'}`,
       ],
       [
+        'forwarding to three destinations: every item at each of them (its price is in its section)',
+        forwarding.three.received.every((count) => count === forwarding.items),
+        `${forwarding.three.received.join(' / ')} of ${forwarding.items}; ${forwarding.ratio} × the items/s without`,
+      ],
+      [
         'RSS growth ≤ 64 MB (200 MB file)',
         downloads.rssGrowthMb <= 64,
         `${downloads.rssGrowthMb} MB`,
@@ -473,6 +495,7 @@ function table(
     replicaWait: Awaited<ReturnType<typeof waitCost>>;
     archive: Awaited<ReturnType<typeof archiveCost>>;
     archiveQueries: ArchiveQueriesResult;
+    forwarding: ForwardingResult;
     downloads: Awaited<ReturnType<typeof runDownloads>> & {
       ratioToCurl: number | null;
       ratioToBareUndici: number;
@@ -543,6 +566,10 @@ function table(
     archiveLine(results.archive),
     '',
     archiveQueriesLine(results.archiveQueries),
+    '',
+    '## Forwarding',
+    '',
+    forwardingLine(results.forwarding),
     '',
     '## Downloads',
     '',

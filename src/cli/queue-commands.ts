@@ -27,20 +27,25 @@ export async function listFailed(
   return 0;
 }
 
-/** Forwards past FORWARD_ATTEMPTS, newest first, in the shape of `failed`'s rows. */
+/**
+ * Forwards past FORWARD_ATTEMPTS, newest first, one row per destination that did not take the
+ * message, in the shape of `failed`'s rows (`retry <id>` sends to those destinations again).
+ */
 export async function failedForwards(queue: ForwardQueue): Promise<Row[]> {
   const jobs = await queue.getFailed(0, -1);
-  return jobs.map((job) => ({
-    id: job.id ?? null,
-    kind: 'forward',
-    event: job.name,
-    data_id: job.data.messageId.slice(job.name.length + 1),
-    message_id: job.data.messageId,
-    destination: job.data.destination,
-    reason: job.failedReason,
-    attempts: job.attemptsMade,
-    failed_at: job.finishedOn === undefined ? null : new Date(job.finishedOn).toISOString(),
-  }));
+  return jobs.flatMap((job) =>
+    job.data.destinations.map((destination) => ({
+      id: job.id ?? null,
+      kind: 'forward',
+      event: job.name,
+      data_id: job.data.messageId.slice(job.name.length + 1),
+      message_id: job.data.messageId,
+      destination,
+      reason: job.data.reasons?.[destination] ?? job.failedReason,
+      attempts: job.attemptsMade,
+      failed_at: job.finishedOn === undefined ? null : new Date(job.finishedOn).toISOString(),
+    })),
+  );
 }
 
 /**

@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker } from 'bullmq';
+import { Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { boundedJobCounts } from '../queue/job-counts.js';
@@ -18,6 +18,7 @@ import type { ForwardMessage } from './forward-message.js';
 import { createHttpSender } from './http-sender.js';
 import { createNatsSender } from './nats-sender.js';
 import type { Sender } from './sender.js';
+import { sendForward } from './send-forward.js';
 
 export interface Forwarding {
   /** Puts a handled delivery's message on the forward queue, one job per destination. */
@@ -77,18 +78,13 @@ export function startForwarding(
   });
   const worker = new Worker<ForwardJobData>(
     FORWARD_QUEUE,
-    async (job) => {
-      const sender = senders.get(job.data.destination);
-      if (sender === undefined) {
-        throw new UnrecoverableError(
-          `${job.data.destination} is no longer in this worker's FORWARD_URLS`,
-        );
-      }
-      await sender.send(
-        { id: job.data.messageId, body: job.data.body },
-        AbortSignal.timeout(config.forwardTimeoutMs),
-      );
-    },
+    (job) =>
+      sendForward(job, {
+        senders,
+        forwards,
+        timeoutMs: config.forwardTimeoutMs,
+        attempts: config.forwardAttempts,
+      }),
     {
       connection: redis,
       prefix: config.queuePrefix,
@@ -104,17 +100,13 @@ export function startForwarding(
       },
     },
   );
-  worker.on('completed', (job) => {
-    forwards.inc({ destination: job.data.destination, result: 'sent' });
-  });
   worker.on('failed', (job, error) => {
     if (job === undefined) return;
     const final = Boolean(job.finishedOn);
-    forwards.inc({ destination: job.data.destination, result: final ? 'failed' : 'retrying' });
     logger[final ? 'error' : 'warn'](
       {
         jobId: job.id,
-        destination: job.data.destination,
+        destinations: job.data.destinations,
         messageId: job.data.messageId,
         attemptsMade: job.attemptsMade,
         reason: error.message,

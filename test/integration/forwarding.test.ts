@@ -370,10 +370,10 @@ describe('in one pipeline', () => {
     const [first, second] = rabbit.inbox.messages as [Received, Received];
     expect(second.body.timestamp > first.body.timestamp).toBe(true);
     expect(second.body.stored).toEqual(first.body.stored);
-    // Every job either forward queue ever held: two per destination, no third from the duplicate.
+    // Every forward job ever made: one for the delivery, one for the replay, none for the duplicate.
     const counts = await pipeline.cli('failures', '--json');
     expect(JSON.parse(counts.stdout)).toEqual([]);
-    expect(await redis.zcard(`${pipeline.receiver.config.queuePrefix}:forwards:completed`)).toBe(4);
+    expect(await redis.zcard(`${pipeline.receiver.config.queuePrefix}:forwards:completed`)).toBe(2);
   });
 });
 
