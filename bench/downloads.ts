@@ -125,13 +125,57 @@ export async function runS3Downloads(
   const urls = Array.from({ length: files }, (_, i) => `${cdn.origin}/dl/${fileMb}mb-${i}.mp3`);
   process.stderr.write(`downloads into S3: ${files} × ${fileMb} MB, then one 200 MB file\n`);
   const ours = await runProbe(cdn, urls, false, 'worker', s3);
+  const curl = await curlPutSeconds(s3, files, fileMb);
   const rss = await runProbe(cdn, [`${cdn.origin}/dl/big.mp3`], true, 'worker', s3);
+  const total = files * fileMb;
   return {
     files,
     fileMb,
-    s3MBps: round((files * fileMb) / ours.seconds),
+    s3MBps: round(total / ours.seconds),
+    curlPutMBps: curl === undefined ? null : round(total / curl),
     rssGrowthMb: round(rss.rssGrowthBytes / MB),
   };
+}
+
+/**
+ * `curl -T` of the same number of files of the same size from disk to the same gateway (SigV4,
+ * one curl process, one connection, one PUT each): what a bare upload to this S3 server costs.
+ */
+async function curlPutSeconds(
+  s3: { readonly settings: S3Settings; readonly env: Record<string, string> },
+  files: number,
+  fileMb: number,
+): Promise<number | undefined> {
+  const dir = mkdtempSync(join(tmpdir(), 'aw-bench-put-'));
+  const file = join(dir, 'file.mp3');
+  writeFileSync(file, randomBytes(fileMb * MB));
+  const { s3Endpoint, s3Bucket, s3Region } = s3.settings;
+  const user = `${s3.env.AWS_ACCESS_KEY_ID ?? ''}:${s3.env.AWS_SECRET_ACCESS_KEY ?? ''}`;
+  const args = [
+    '-s',
+    '-f',
+    '--aws-sigv4',
+    `aws:amz:${s3Region}:s3`,
+    '--user',
+    user,
+    '-H',
+    'x-amz-content-sha256: UNSIGNED-PAYLOAD',
+    ...Array.from({ length: files }, (_, i) => [
+      '-T',
+      file,
+      `${s3Endpoint ?? ''}/${s3Bucket ?? ''}/curl-put/${i}.mp3`,
+    ]).flat(),
+  ];
+  const started = performance.now();
+  try {
+    await promisify(execFile)('curl', args, { maxBuffer: 1024 * 1024 });
+  } catch (error: unknown) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return (performance.now() - started) / 1000;
 }
 
 function round(n: number): number {

@@ -1,11 +1,18 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { freePort } from '../test/helpers/private-redis.js';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
 import { cpuSecondsOf, signedDelivery, spawnWholeService, stop, watchSettledJobs } from './lib.js';
+
+/** Audio files, metadata files and archive entries, each counted apart. */
+export interface StoredCounts {
+  readonly audio: number;
+  readonly metadata: number;
+  readonly archive: number;
+}
 
 export interface EndToEndResult {
   readonly deliveries: number;
@@ -18,6 +25,10 @@ export interface EndToEndResult {
   readonly workerCpuSeconds: number;
   readonly audioFiles: number;
   readonly metadataFiles: number;
+  /** Entries in the archive (`.archive/`, for replay): one per accepted delivery. */
+  readonly archiveEntries: number;
+  /** The worker's CPU time per stored item, ms. */
+  readonly workerCpuMsPerItem: number;
   readonly cdnDownloads: number;
   readonly failedJobs: number;
   readonly non2xx: number;
@@ -36,10 +47,10 @@ export interface EndToEndOptions {
   readonly workerConcurrency?: number;
   /** More settings for both processes (AUDIO_STORE=s3 and its S3_* for the bucket). */
   readonly env?: Record<string, string>;
-  /** How many audio and metadata items were stored, when not in the run's AUDIO_DIR (a bucket). */
-  readonly countStored?: () => Promise<{ audio: number; metadata: number }>;
-  /** The naive worker (bench/baselines/naive-worker.ts) instead of the service's. */
-  readonly naiveWorker?: boolean;
+  /** What was stored, when not in the run's AUDIO_DIR (a bucket). */
+  readonly countStored?: () => Promise<StoredCounts>;
+  /** A naive worker (bench/baselines/) instead of the service's: into files, or into S3. */
+  readonly naiveWorker?: 'local' | 's3';
   /**
    * What else must have happened before the run counts as done, given the distinct items
    * (forwarding: each item's message at every destination). @defaultValue nothing
@@ -72,13 +83,13 @@ export async function runEndToEnd(
       : { WORKER_CONCURRENCY: String(options.workerConcurrency) }),
     ...options.env,
   };
-  const naive = options.naiveWorker === true;
+  const naive = options.naiveWorker;
   const service = await spawnWholeService(
     port,
     redisUrl,
     prefix,
     audioDir,
-    naive ? { ...settings, CDN_CA: cdn.ca } : settings,
+    naive === undefined ? settings : { ...settings, CDN_CA: cdn.ca },
     naive,
   );
 
@@ -121,11 +132,7 @@ export async function runEndToEnd(
   await jobs.close();
   await Promise.all(service.map(stop));
 
-  const files = readdirSync(audioDir);
-  const stored = (await options.countStored?.()) ?? {
-    audio: files.filter((f) => f.endsWith('.mp3')).length,
-    metadata: files.filter((f) => f.endsWith('.json')).length,
-  };
+  const stored = (await options.countStored?.()) ?? countFiles(audioDir);
   // Gone before the next run: their dirty pages would otherwise be written back during it.
   rmSync(audioDir, { recursive: true, force: true });
   rmSync(caFile, { force: true });
@@ -138,9 +145,26 @@ export async function runEndToEnd(
     workerCpuSeconds: Math.round((workerCpu ?? 0) * 100) / 100,
     audioFiles: stored.audio,
     metadataFiles: stored.metadata,
+    archiveEntries: stored.archive,
+    workerCpuMsPerItem: Math.round(((workerCpu ?? 0) / stored.audio) * 1000 * 100) / 100,
     cdnDownloads,
     failedJobs: jobs.failed(),
     non2xx,
+  };
+}
+
+/** The store's top level holds the items' files; the archive's entries are under `.archive/`. */
+function countFiles(audioDir: string): StoredCounts {
+  const top = readdirSync(audioDir);
+  const archive = existsSync(join(audioDir, '.archive'))
+    ? readdirSync(join(audioDir, '.archive'), { recursive: true }).filter((name) =>
+        String(name).endsWith('.json'),
+      ).length
+    : 0;
+  return {
+    audio: top.filter((f) => f.endsWith('.mp3')).length,
+    metadata: top.filter((f) => f.endsWith('.json')).length,
+    archive,
   };
 }
 

@@ -106,14 +106,17 @@ export async function spawnWholeService(
   prefix: string,
   audioDir: string,
   extra: Record<string, string>,
-  /** The naive worker (bench/baselines/naive-worker.ts) in place of the service's. */
-  naiveWorker = false,
+  /** A naive worker (bench/baselines/naive-worker.ts, or naive-s3-worker.ts) in place of the service's. */
+  naiveWorker?: 'local' | 's3',
 ): Promise<ChildProcess[]> {
   const common = { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, LOG_LEVEL: 'info', ...extra };
   const started = await Promise.allSettled([
     spawnService({ ...common, ROLE: 'web', WEB_CONCURRENCY: '1', PORT: String(port) }),
-    naiveWorker
-      ? forkBaseline('naive-worker', { ...common, AUDIO_DIR: audioDir })
+    naiveWorker !== undefined
+      ? forkBaseline(naiveWorker === 's3' ? 'naive-s3-worker' : 'naive-worker', {
+          ...common,
+          AUDIO_DIR: audioDir,
+        })
       : spawnService({
           ...common,
           ROLE: 'worker',

@@ -310,18 +310,20 @@ function storesSection(
   downloads: Awaited<ReturnType<typeof runDownloads>>,
 ): string[] {
   const line = (name: string, run: StoresResult['local'], perSecond: number, toNaive?: number) =>
-    `| ${name} | ${run.seconds} | ${perSecond} | ${toNaive ?? 1} | ${run.audioFiles} / ${run.metadataFiles} | ${run.failedJobs} | ${run.workerCpuSeconds} |`;
+    `| ${name} | ${run.seconds} | ${perSecond} | ${toNaive ?? 1} | ${run.audioFiles} / ${run.metadataFiles} / ${run.archiveEntries} | ${run.failedJobs} | ${run.workerCpuSeconds} | ${run.workerCpuMsPerItem} |`;
   const big = stores.s3Downloads;
+  const ips = stores.itemsPerSecond;
   return [
     `## Stores side by side (${stores.local.deliveries} deliveries, ${stores.local.duplicates} duplicates, 64 KB, WORKER_CONCURRENCY=${stores.workerConcurrency})`,
     '',
-    '| worker | seconds | items/s | × naive | audio / metadata stored | failed jobs | worker CPU s |',
-    '|---|---|---|---|---|---|---|',
-    line('naive (fetch → write, no checks, no fsync)', stores.naive, stores.itemsPerSecond.naive),
-    line('service, local store', stores.local, stores.itemsPerSecond.local, stores.localToNaive),
-    line('service, S3 (Ceph RGW)', stores.s3, stores.itemsPerSecond.s3, stores.s3ToNaive),
+    '| worker | seconds | items/s | × its naive worker | audio / metadata / archive stored | failed jobs | worker CPU s | worker CPU ms per item |',
+    '|---|---|---|---|---|---|---|---|',
+    line('naive (fetch → write, no checks, no fsync)', stores.naive, ips.naive),
+    line('naive S3 (fetch → one PutObject, same SDK client)', stores.naiveS3, ips.naiveS3),
+    line('service, local store', stores.local, ips.local, stores.localToNaive),
+    line('service, S3 (Ceph RGW)', stores.s3, ips.s3, stores.s3ToNaiveS3),
     '',
-    `Large files into S3: ${big.files} × ${big.fileMb} MB at ${big.s3MBps} MB/s (curl to /dev/null in the same run: ${downloads.curlMBps ?? 'n/a'} MB/s, ratio ${downloads.curlMBps === null ? 'n/a' : ratio(big.s3MBps, downloads.curlMBps)}); peak RSS growth for one ${downloads.bigFileMb} MB file into S3: ${big.rssGrowthMb} MB (into the local store: ${downloads.rssGrowthMb} MB)`,
+    `Large files into S3: ${big.files} × ${big.fileMb} MB at ${big.s3MBps} MB/s through the worker's code (\`curl -T\` of the same files to the same gateway: ${big.curlPutMBps ?? 'n/a'} MB/s, ratio ${big.curlPutMBps === null ? 'n/a' : ratio(big.s3MBps, big.curlPutMBps)}); peak RSS growth for one ${downloads.bigFileMb} MB file into S3: ${big.rssGrowthMb} MB (into the local store: ${downloads.rssGrowthMb} MB)`,
     '',
   ];
 }
@@ -416,23 +418,35 @@ async function main(): Promise<void> {
       ],
       [
         // A ratio to the naive worker of the same run: an absolute time moves with the machine.
-        `end to end, local store ≥ 0.4 × the naive worker's items/s (WORKER_CONCURRENCY=${concurrency.best})`,
-        stores.localToNaive >= 0.4,
+        `end to end, local store ≥ 0.5 × the naive worker's items/s (WORKER_CONCURRENCY=${concurrency.best})`,
+        stores.localToNaive >= 0.5,
         `${stores.localToNaive} (${stores.itemsPerSecond.local} / ${stores.itemsPerSecond.naive} items/s)`,
       ],
       [
-        'end to end into S3: 9,000 audio + 9,000 metadata objects, 0 failed jobs',
-        stores.s3.audioFiles === 9000 &&
-          stores.s3.metadataFiles === 9000 &&
-          stores.s3.failedJobs === 0,
-        `${stores.s3.audioFiles} / ${stores.s3.metadataFiles}, ${stores.s3.failedJobs} failed; ${stores.s3ToNaive} × naive`,
+        'end to end, S3 ≥ 0.6 × the naive S3 worker (same gateway, same SDK client settings)',
+        stores.s3ToNaiveS3 >= 0.6,
+        `${stores.s3ToNaiveS3} (${stores.itemsPerSecond.s3} / ${stores.itemsPerSecond.naiveS3} items/s)`,
       ],
       [
-        'end to end: 9,000 files + metadata, 9,000 CDN downloads',
+        'worker CPU per item, local store ≤ 2 × the naive worker',
+        stores.localCpuToNaive <= 2,
+        `${stores.localCpuToNaive} (${stores.local.workerCpuMsPerItem} / ${stores.naive.workerCpuMsPerItem} ms; S3 ${stores.s3.workerCpuMsPerItem} ms, naive S3 ${stores.naiveS3.workerCpuMsPerItem} ms)`,
+      ],
+      [
+        'end to end into S3: 9,000 audio, 9,000 metadata and 9,000 archive objects, 0 failed jobs',
+        stores.s3.audioFiles === 9000 &&
+          stores.s3.metadataFiles === 9000 &&
+          stores.s3.archiveEntries === 9000 &&
+          stores.s3.failedJobs === 0,
+        `${stores.s3.audioFiles} / ${stores.s3.metadataFiles} / ${stores.s3.archiveEntries}, ${stores.s3.failedJobs} failed`,
+      ],
+      [
+        'end to end: 9,000 audio files, 9,000 metadata files, 9,000 archive entries, 9,000 CDN downloads',
         endToEnd.audioFiles === 9000 &&
           endToEnd.metadataFiles === 9000 &&
+          endToEnd.archiveEntries === 9000 &&
           endToEnd.cdnDownloads === 9000,
-        `${endToEnd.audioFiles} / ${endToEnd.metadataFiles} / ${endToEnd.cdnDownloads}`,
+        `${endToEnd.audioFiles} / ${endToEnd.metadataFiles} / ${endToEnd.archiveEntries} / ${endToEnd.cdnDownloads}`,
       ],
       [
         'through the sandbox: 10,000 files + metadata, every delivery delivered',
@@ -452,9 +466,15 @@ async function main(): Promise<void> {
         `${Math.round(utilisation.utilisation * 1000) / 10} % (${utilisation.perWindow.join(', ')} per window), ${utilisation.tooManyRequests} × 429`,
       ],
       [
-        'downloader ≥ 0.6 × curl',
-        (results.downloads.ratioToCurl ?? 0) >= 0.6,
-        `${results.downloads.ratioToCurl ?? 'no curl'}`,
+        "downloads through the worker's own code ≥ 0.9 × bare undici",
+        results.downloads.ratioToBareUndici >= 0.9,
+        `${results.downloads.ratioToBareUndici} (${downloads.oursMBps} / ${downloads.bareUndiciMBps} MB/s; curl ${downloads.curlMBps ?? 'n/a'} MB/s)`,
+      ],
+      [
+        'large files into S3 ≥ 0.5 × `curl -T` to the same gateway',
+        stores.s3Downloads.curlPutMBps !== null &&
+          stores.s3Downloads.s3MBps >= 0.5 * stores.s3Downloads.curlPutMBps,
+        `${stores.s3Downloads.curlPutMBps === null ? 'no curl' : ratio(stores.s3Downloads.s3MBps, stores.s3Downloads.curlPutMBps)} (${stores.s3Downloads.s3MBps} / ${stores.s3Downloads.curlPutMBps ?? 'n/a'} MB/s)`,
       ],
       [
         'forwarding to three destinations: every item at each of them (its price is in its section)',
@@ -462,9 +482,9 @@ async function main(): Promise<void> {
         `${forwarding.three.received.join(' / ')} of ${forwarding.items}; ${forwarding.ratio} × the items/s without`,
       ],
       [
-        'RSS growth ≤ 64 MB (200 MB file)',
-        downloads.rssGrowthMb <= 64,
-        `${downloads.rssGrowthMb} MB`,
+        'RSS growth ≤ 64 MB for a 200 MB file, into either store',
+        downloads.rssGrowthMb <= 64 && stores.s3Downloads.rssGrowthMb <= 64,
+        `local ${downloads.rssGrowthMb} MB, S3 ${stores.s3Downloads.rssGrowthMb} MB`,
       ],
     ] as const;
     writeFileSync(

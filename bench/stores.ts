@@ -3,18 +3,26 @@ import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/cl
 import { startCephGateway } from '../src/dev/ceph-gateway.js';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
 import { runS3Downloads } from './downloads.js';
-import { runEndToEnd, type EndToEndResult } from './end-to-end.js';
+import { runEndToEnd, type EndToEndResult, type StoredCounts } from './end-to-end.js';
 import { ratio } from './lib.js';
 
 export interface StoresResult {
   readonly workerConcurrency: number;
   readonly naive: EndToEndResult;
+  readonly naiveS3: EndToEndResult;
   readonly local: EndToEndResult;
   readonly s3: EndToEndResult;
-  /** items/s of each, and each as a ratio to the naive worker's items/s (1 = as fast). */
-  readonly itemsPerSecond: { readonly naive: number; readonly local: number; readonly s3: number };
+  /** items/s of each; each store's as a ratio to its naive worker's (1 = as fast). */
+  readonly itemsPerSecond: {
+    readonly naive: number;
+    readonly naiveS3: number;
+    readonly local: number;
+    readonly s3: number;
+  };
   readonly localToNaive: number;
-  readonly s3ToNaive: number;
+  readonly s3ToNaiveS3: number;
+  /** The local store's worker CPU per item as a multiple of the naive worker's. */
+  readonly localCpuToNaive: number;
   readonly s3Downloads: Awaited<ReturnType<typeof runS3Downloads>>;
 }
 
@@ -38,7 +46,14 @@ export async function runStores(
     await client.send(new CreateBucketCommand({ Bucket: bucket }));
     const s3Env = { ...gateway.env, S3_BUCKET: bucket };
     process.stderr.write('stores: the naive worker\n');
-    const naive = await runEndToEnd(redisUrl, cdn, { workerConcurrency, naiveWorker: true });
+    const naive = await runEndToEnd(redisUrl, cdn, { workerConcurrency, naiveWorker: 'local' });
+    process.stderr.write('stores: the naive S3 worker (Ceph RGW)\n');
+    const naiveS3 = await runEndToEnd(redisUrl, cdn, {
+      workerConcurrency,
+      naiveWorker: 's3',
+      env: { ...s3Env, S3_PREFIX: 'naive/' },
+      countStored: () => countObjects(client, bucket, 'naive/'),
+    });
     process.stderr.write('stores: the local store\n');
     const local = await runEndToEnd(redisUrl, cdn, { workerConcurrency });
     process.stderr.write('stores: S3 (Ceph RGW)\n');
@@ -58,15 +73,22 @@ export async function runStores(
       env: gateway.env,
     });
     const perSecond = (run: EndToEndResult) => Math.round(run.audioFiles / run.seconds);
-    const itemsPerSecond = { naive: perSecond(naive), local: perSecond(local), s3: perSecond(s3) };
+    const itemsPerSecond = {
+      naive: perSecond(naive),
+      naiveS3: perSecond(naiveS3),
+      local: perSecond(local),
+      s3: perSecond(s3),
+    };
     return {
       workerConcurrency,
       naive,
+      naiveS3,
       local,
       s3,
       itemsPerSecond,
       localToNaive: ratio(itemsPerSecond.local, itemsPerSecond.naive),
-      s3ToNaive: ratio(itemsPerSecond.s3, itemsPerSecond.naive),
+      s3ToNaiveS3: ratio(itemsPerSecond.s3, itemsPerSecond.naiveS3),
+      localCpuToNaive: ratio(local.workerCpuMsPerItem, naive.workerCpuMsPerItem),
       s3Downloads,
     };
   } finally {
@@ -75,19 +97,28 @@ export async function runStores(
   }
 }
 
-async function countObjects(client: S3Client, bucket: string, prefix: string) {
+/** The prefix's top level holds the items' objects; the archive's are under `<prefix>.archive/`. */
+async function countObjects(
+  client: S3Client,
+  bucket: string,
+  prefix: string,
+): Promise<StoredCounts> {
   let audio = 0;
   let metadata = 0;
+  let archive = 0;
   let token: string | undefined;
   do {
     const page = await client.send(
       new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
     );
     for (const item of page.Contents ?? []) {
-      if (item.Key?.endsWith('.mp3')) audio++;
-      if (item.Key?.endsWith('.json')) metadata++;
+      const name = item.Key?.slice(prefix.length) ?? '';
+      if (name.startsWith('.archive/')) archive++;
+      else if (name.includes('/')) continue;
+      else if (name.endsWith('.mp3')) audio++;
+      else if (name.endsWith('.json')) metadata++;
     }
     token = page.NextContinuationToken;
   } while (token !== undefined);
-  return { audio, metadata };
+  return { audio, metadata, archive };
 }

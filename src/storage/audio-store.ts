@@ -32,12 +32,15 @@ export interface AudioStore {
   /**
    * Streams `source` into `name`, atomically and durably; a failing source leaves nothing.
    * `id` is the item the file belongs to: a store that can record it next to the bytes (S3's
-   * object metadata) refuses to replace another item's file with it.
+   * object metadata) refuses to replace another item's file with it. `entryDurableLater`: the
+   * caller writes another name of the same item next and relies on that write to make both
+   * names durable (the downloader's metadata, whose absence or mismatch makes a restart fetch
+   * the audio again); a store may then leave the name's own durability to that write.
    */
   write(
     name: string,
     source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
-    options?: { readonly id?: string },
+    options?: { readonly id?: string; readonly entryDurableLater?: boolean },
   ): Promise<void>;
   /** The bytes of a stored file, e.g. for a hook that uploads it elsewhere. */
   read(name: string): AsyncIterable<Uint8Array>;
