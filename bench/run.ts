@@ -32,6 +32,7 @@ import {
 import { countLost } from './verify-stored.js';
 import { runArchiveQueries, type ArchiveQueriesResult } from './archive-queries.js';
 import { forwardingLine, runForwarding, type ForwardingResult } from './forwarding.js';
+import { capacityLines, runCapacity, type CapacityResult } from './capacity.js';
 
 const CONNECTIONS = 50;
 const WARMUP_SECONDS = 3;
@@ -264,6 +265,16 @@ async function archiveQueriesOnly(): Promise<void> {
   );
 }
 
+/** `npm run bench -- --capacity`: the capacity model's Redis figures alone. */
+async function capacityOnly(): Promise<void> {
+  const cdn = await startLocalCdn();
+  try {
+    process.stdout.write(`## Capacity\n\n${capacityLines(await runCapacity(cdn)).join('\n')}\n`);
+  } finally {
+    await cdn.close();
+  }
+}
+
 /** `npm run bench -- --forwarding`: forwarding's price alone. */
 async function forwardingOnly(): Promise<void> {
   const redisServer = await startPrivateRedis({ persistent: true });
@@ -333,6 +344,7 @@ async function main(): Promise<void> {
   if (process.argv.includes('--archive')) return archiveOnly();
   if (process.argv.includes('--archive-queries')) return archiveQueriesOnly();
   if (process.argv.includes('--forwarding')) return forwardingOnly();
+  if (process.argv.includes('--capacity')) return capacityOnly();
   const redisServer = await startPrivateRedis({ persistent: true });
   const redis = new Redis(redisServer.url);
   const cdn = await startLocalCdn();
@@ -358,6 +370,7 @@ async function main(): Promise<void> {
     const archive = await archiveCost(redisServer.url);
     const archiveQueries = await runArchiveQueries();
     const forwarding = await runForwarding(redisServer.url, cdn, concurrency.best);
+    const capacity = await runCapacity(cdn);
     const results = {
       date: new Date().toISOString(),
       machine: { node: process.version, cpus: cpus().length, cpu: cpus()[0]?.model ?? 'unknown' },
@@ -380,6 +393,7 @@ async function main(): Promise<void> {
       archive,
       archiveQueries,
       forwarding,
+      capacity,
       downloads: {
         ...downloads,
         ratioToCurl:
@@ -516,6 +530,7 @@ function table(
     archive: Awaited<ReturnType<typeof archiveCost>>;
     archiveQueries: ArchiveQueriesResult;
     forwarding: ForwardingResult;
+    capacity: CapacityResult;
     downloads: Awaited<ReturnType<typeof runDownloads>> & {
       ratioToCurl: number | null;
       ratioToBareUndici: number;
@@ -590,6 +605,10 @@ function table(
     '## Forwarding',
     '',
     forwardingLine(results.forwarding),
+    '',
+    '## Capacity (docs/capacity.md)',
+    '',
+    ...capacityLines(results.capacity),
     '',
     '## Downloads',
     '',
