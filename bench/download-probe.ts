@@ -4,6 +4,7 @@
  * Meter, the atomic write of the local store or the S3 store) and reports bytes, time and peak
  * RSS growth.
  */
+import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { createGuardedAgent } from '../src/download/guarded-agent.js';
 import { Meter } from '../src/download/meter.js';
@@ -61,7 +62,10 @@ async function probe(request: ProbeRequest) {
     const source = request.sampleRss
       ? sampled(meter.measure(opened.body))
       : meter.measure(opened.body);
-    await store.write(`file-${i}.bin`, source);
+    // A name and id of its own per probe: the S3 store refuses to replace an object that
+    // records no item, or another's (a second probe into the same prefix).
+    const name = `${randomUUID()}-${i}.bin`;
+    await store.write(name, source, { id: name });
     bytes += meter.bytes;
   }
   const seconds = (performance.now() - started) / 1000;

@@ -136,6 +136,9 @@ export async function runEndToEnd(
   // Gone before the next run: their dirty pages would otherwise be written back during it.
   rmSync(audioDir, { recursive: true, force: true });
   rmSync(caFile, { force: true });
+  process.stderr.write(
+    `  ${stored.audio} items in ${Math.round(seconds * 10) / 10} s (${Math.round(stored.audio / seconds)} items/s), worker CPU ${Math.round(((workerCpu ?? 0) / stored.audio) * 100000) / 100} ms per item, ${jobs.failed()} failed jobs\n`,
+  );
   return {
     deliveries: total,
     duplicates: total - unique,
