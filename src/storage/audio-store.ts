@@ -51,6 +51,12 @@ export interface AudioStore {
   /** Removes what a killed process left half written; returns the names removed. */
   removeStaleTemps(): Promise<string[]>;
   /**
+   * True when `write` itself refuses to replace a name that holds another item's file (the S3
+   * store's conditional writes): the downloader then skips its look for an earlier item on a
+   * job's first run. @defaultValue false: the downloader always looks first
+   */
+  readonly refusesOtherItems?: boolean;
+  /**
    * Where accepted deliveries are archived for `replay` (archive/archive.ts), beside the audio
    * but out of its names' reach. A store without one keeps no archive: replay is then off.
    */

@@ -220,6 +220,7 @@ export function createS3AudioStore(
 
   const store: AudioStore & { checkBucket(): Promise<void>; readonly archive: ArchiveArea } = {
     archive: createS3ArchiveArea(client, bucket, `${settings.s3Prefix}${ARCHIVE_FOLDER}/`, fail),
+    refusesOtherItems: true,
 
     async write(name, source, options) {
       const id = options?.id;

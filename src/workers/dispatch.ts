@@ -17,6 +17,8 @@ export interface DeliveryJob {
   readonly receivedAt: string;
   /** 1 on the first run. */
   readonly attempt: number;
+  /** No run of this job started before (not a retry, not taken over, not a replay). */
+  readonly firstRun?: boolean;
   /** Put on the queue again by `replay`. */
   readonly replay: boolean;
   /** Told of each item the handling stored (its metadata): forwarding says where. @defaultValue none */
@@ -38,6 +40,7 @@ export function dispatch(job: DeliveryJob, context: WorkerContext): Promise<unkn
     id,
     receivedAt: job.receivedAt,
     attempt: job.attempt,
+    firstRun: job.firstRun ?? false,
     replay: job.replay,
   };
   // The handler's own span: BullMQ's `process` span around it also holds its Redis calls.

@@ -126,6 +126,8 @@ export async function startWorkers(
               jobId: job.id ?? '',
               receivedAt: job.data.receivedAt,
               attempt: job.attemptsMade + 1,
+              // A job taken over after its worker died keeps attemptsMade; attemptsStarted counts it.
+              firstRun: job.attemptsStarted <= 1 && job.data.replay === undefined,
               replay: job.data.replay !== undefined,
               onStored: (metadata) => (stored = metadata),
             },
