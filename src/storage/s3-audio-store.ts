@@ -30,8 +30,10 @@ export type S3Settings = Pick<
 
 /**
  * Parts of a multipart upload, and how many are in flight: what one upload holds in memory is
- * about PART_BYTES × (PARTS_IN_FLIGHT + 1), whatever the file's size. 8 MiB parts take a file
- * up to 80 GB within S3's 10,000 parts; DOWNLOAD_MAX_BYTES is far below that.
+ * about PART_BYTES × (PARTS_IN_FLIGHT + 2) — the parts in flight, the part being gathered and
+ * lib-storage's copy of it into one buffer — whatever the file's size (32 MiB; the bench's 200 MB
+ * file grew RSS by 74 MB, the rest being chunks awaiting GC, as bare undici's 78 MB shows). 8 MiB
+ * parts take a file up to 80 GB within S3's 10,000 parts; DOWNLOAD_MAX_BYTES is far below that.
  */
 const PART_BYTES = 8 * 1024 * 1024;
 const PARTS_IN_FLIGHT = 2;
