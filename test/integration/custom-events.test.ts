@@ -150,6 +150,7 @@ it('the context holds what hooks need and no setting, so no secret', async () =>
     receivedAt: expect.any(String),
     attempt: 1,
     replay: false,
+    firstRun: true,
   });
   const everything = JSON.stringify(context, (_key, value: unknown) =>
     typeof value === 'function' ? String(value) : value,
