@@ -3,10 +3,9 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { Pool } from 'undici';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
 import { freePort, startPrivateRedis } from '../test/helpers/private-redis.js';
-import { cpuSecondsOf, signedDelivery, spawnService, stop, watchSettledJobs } from './lib.js';
+import { cpuSecondsOf, postDeliveries, spawnService, stop, watchSettledJobs } from './lib.js';
 
 /** What one side of the pipeline asks of Redis, per delivery. */
 export interface RedisShare {
@@ -131,25 +130,14 @@ export async function runCapacity(cdn: LocalCdn, deliveries = 5000): Promise<Cap
     process.stderr.write(`capacity: ${deliveries} deliveries, receiver alone, then the worker\n`);
     const ids = Array.from({ length: deliveries }, () => randomUUID());
     const usedBefore = await usedMemory(redis);
-    const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 50 });
     const receiverShare = await share(
       redis,
       deliveries,
       () => cpuSecondsOf(receiver.pid),
       async () => {
-        let next = 0;
-        await Promise.all(
-          Array.from({ length: 50 }, async () => {
-            while (next < ids.length) {
-              const { body, headers } = signedDelivery(ids[next++] ?? '', cdn.origin);
-              const res = await pool.request({ method: 'POST', path: '/webhooks', headers, body });
-              await res.body.dump();
-            }
-          }),
-        );
+        await postDeliveries(port, ids, cdn.origin);
       },
     );
-    await pool.close();
     const usedWaiting = await usedMemory(redis);
     const [waitingJobId] = await redis.lrange(`${prefix}:deliveries:wait`, 0, 0);
     const dedupeKey = (await redis.keys(`${prefix}:deliveries:de:*`))[0] ?? '';

@@ -2,10 +2,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Pool } from 'undici';
 import { freePort } from '../test/helpers/private-redis.js';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
-import { cpuSecondsOf, signedDelivery, spawnWholeService, stop, watchSettledJobs } from './lib.js';
+import { cpuSecondsOf, postDeliveries, spawnWholeService, stop, watchSettledJobs } from './lib.js';
 
 /** Audio files, metadata files and archive entries, each counted apart. */
 export interface StoredCounts {
@@ -106,21 +105,9 @@ export async function runEndToEnd(
   process.stderr.write(
     `end to end: ${total} deliveries (${total - unique} duplicates), 64 KB files\n`,
   );
-  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 50 });
   const cpuBefore = new Map(service.map((child) => [child, cpuSecondsOf(child.pid)]));
   const started = performance.now();
-  let next = 0;
-  let non2xx = 0;
-  await Promise.all(
-    Array.from({ length: 50 }, async () => {
-      while (next < sent.length) {
-        const { body, headers } = signedDelivery(sent[next++] ?? '', cdn.origin);
-        const res = await pool.request({ method: 'POST', path: '/webhooks', headers, body });
-        await res.body.dump();
-        if (res.statusCode >= 300) non2xx++;
-      }
-    }),
-  );
+  const non2xx = await postDeliveries(port, sent, cdn.origin);
   const postedSeconds = (performance.now() - started) / 1000;
   await jobs.done;
   await options.settledWhen?.(unique);
@@ -128,7 +115,6 @@ export async function runEndToEnd(
   const [receiverCpu, workerCpu] = service.map(
     (child) => cpuSecondsOf(child.pid) - (cpuBefore.get(child) ?? 0),
   );
-  await pool.close();
   await jobs.close();
   await Promise.all(service.map(stop));
 

@@ -1,10 +1,5 @@
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
-import {
-  createJetStream,
-  createRabbitQueue,
-  forwardSecret,
-  startHttpEndpoint,
-} from '../test/helpers/forward-destinations.js';
+import { startThreeDestinations } from '../test/helpers/forward-destinations.js';
 import { runEndToEnd, type EndToEndResult } from './end-to-end.js';
 import { ratio } from './lib.js';
 
@@ -35,13 +30,8 @@ export async function runForwarding(
   workerConcurrency: number,
   deliveries = 4000,
 ): Promise<ForwardingResult> {
-  const secret = forwardSecret();
-  const [endpoint, stream, rabbit] = await Promise.all([
-    startHttpEndpoint(secret),
-    createJetStream(),
-    createRabbitQueue(),
-  ]);
-  const destinations = [endpoint, stream, rabbit];
+  const targets = await startThreeDestinations();
+  const destinations = [targets.endpoint, targets.stream, targets.rabbit];
   try {
     // Alternated, twice each, the better run of each kept: on two shared cores one run of the
     // same setting differs from the next by up to a third (the first on a cold machine most).
@@ -54,10 +44,7 @@ export async function runForwarding(
         workerConcurrency,
         ...(forwarding
           ? {
-              env: {
-                FORWARD_URLS: destinations.map((d) => d.url).join(','),
-                FORWARD_SECRET: secret,
-              },
+              env: targets.env,
               settledWhen: async (items: number) => {
                 await Promise.all(
                   destinations.map((d, i) => d.inbox.atLeast((before[i] ?? 0) + items)),
@@ -95,7 +82,7 @@ export async function runForwarding(
       ratio: ratio(perSecond(three), perSecond(none)),
     };
   } finally {
-    await Promise.all(destinations.map((d) => d.close()));
+    await targets.close();
   }
 }
 

@@ -1,4 +1,5 @@
 import { QueueEvents } from 'bullmq';
+import { Pool } from 'undici';
 import { DELIVERY_QUEUE } from '../src/queue/delivery-queue.js';
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -164,4 +165,33 @@ export async function withMachineLoad<T>(fn: () => Promise<T>): Promise<[T, numb
   const after = machineTicks();
   const busy = (after.busy - before.busy) / Math.max(1, after.total - before.total);
   return [result, Math.round(busy * 100) / 100];
+}
+
+/**
+ * POSTs a signed audio.ready for each id to the receiver on `port`, 50 at a time over one
+ * keep-alive pool, as the provider would; resolves with how many were not answered 2xx.
+ */
+export async function postDeliveries(
+  port: number,
+  ids: readonly string[],
+  cdnOrigin: string,
+): Promise<number> {
+  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 50 });
+  let next = 0;
+  let non2xx = 0;
+  try {
+    await Promise.all(
+      Array.from({ length: 50 }, async () => {
+        while (next < ids.length) {
+          const { body, headers } = signedDelivery(ids[next++] ?? '', cdnOrigin);
+          const res = await pool.request({ method: 'POST', path: '/webhooks', headers, body });
+          await res.body.dump();
+          if (res.statusCode >= 300) non2xx++;
+        }
+      }),
+    );
+  } finally {
+    await pool.close();
+  }
+  return non2xx;
 }

@@ -6,9 +6,8 @@
  * measured as a ratio to this, against the same gateway, in the same run.
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { Worker } from 'bullmq';
-import { Agent, request } from 'undici';
 import { createS3Client } from '../../src/storage/s3-audio-store.js';
+import { runNaiveWorker } from './naive-job-worker.js';
 
 const bucket = process.env.S3_BUCKET ?? '';
 const prefix = process.env.S3_PREFIX ?? '';
@@ -19,24 +18,6 @@ const client = createS3Client({
   s3Region: process.env.S3_REGION ?? 'us-east-1',
   s3ForcePathStyle: process.env.S3_FORCE_PATH_STYLE === 'true',
 });
-const agent = new Agent({ connect: { ca: process.env.CDN_CA ?? '' }, connections: 128 });
-const worker = new Worker<{ event: { data: { id: string; audio_url: string } } }>(
-  'deliveries',
-  async (job) => {
-    const { id, audio_url: url } = job.data.event.data;
-    const res = await request(url, { dispatcher: agent });
-    const body = Buffer.from(await res.body.arrayBuffer());
-    await client.send(
-      new PutObjectCommand({ Bucket: bucket, Key: `${prefix}${id}.mp3`, Body: body }),
-    );
-  },
-  {
-    connection: { url: process.env.REDIS_URL ?? '' },
-    prefix: process.env.QUEUE_PREFIX ?? 'naive',
-    concurrency: Number(process.env.WORKER_CONCURRENCY ?? '8'),
-  },
+runNaiveWorker((id, body) =>
+  client.send(new PutObjectCommand({ Bucket: bucket, Key: `${prefix}${id}.mp3`, Body: body })),
 );
-void worker.waitUntilReady().then(() => process.send?.('listening'));
-process.once('SIGTERM', () => {
-  void worker.close().then(() => process.exit(0));
-});

@@ -12,10 +12,8 @@ import { createFailureLog } from '../records/failure-log.js';
 import { createRevocationRegistry } from '../records/revocation-registry.js';
 import { describeError, MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
-import { failedForwards, listFailed, retryFailed } from './queue-commands.js';
+import { FORWARD_COLUMNS, failedForwards, listFailed, retryFailed } from './queue-commands.js';
 import { createForwardQueue } from '../forward/forward-queue.js';
-
-const FORWARD_COLUMNS = ['id', 'destination', 'message_id', 'reason', 'attempts'];
 import { runTts, runVoices } from './provider-commands.js';
 import { runSandbox, SANDBOX_FLAGS } from './sandbox-command.js';
 import { send } from './send.js';

@@ -27,6 +27,9 @@ export async function listFailed(
   return 0;
 }
 
+/** The columns of `failures`' table of forwards. */
+export const FORWARD_COLUMNS = ['id', 'destination', 'message_id', 'reason', 'attempts'];
+
 /**
  * Forwards past FORWARD_ATTEMPTS, newest first, one row per destination that did not take the
  * message, in the shape of `failed`'s rows (`retry <id>` sends to those destinations again).

@@ -21,14 +21,6 @@ export interface ForwardMessage {
   readonly stored?: StoredItem;
 }
 
-/**
- * The id consumers dedupe on: the same for every run of one item (a retry, a replay), so a
- * JetStream stream or a consumer's table drops the repeats.
- */
-export function forwardMessageId(event: string, id: string): string {
-  return `${event}:${id}`;
-}
-
 /** The message for a delivery handled at `handledAt`; `stored` when its handling stored audio. */
 export function forwardMessage(
   delivery: Delivery,

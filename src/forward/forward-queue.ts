@@ -1,6 +1,7 @@
 import { Queue, type ConnectionOptions } from 'bullmq';
 import type { Destination } from './destinations.js';
-import { forwardMessageId, type ForwardMessage } from './forward-message.js';
+import { dedupeId } from '../queue/enqueue-delivery.js';
+import type { ForwardMessage } from './forward-message.js';
 
 /** Forwarding's own queue: one job per handled delivery, for every destination. */
 export const FORWARD_QUEUE = 'forwards';
@@ -18,8 +19,6 @@ export interface ForwardJobData {
   readonly messageId: string;
   /** The message as sent, JSON: a retry sends these very bytes, nothing is fetched again. */
   readonly body: string;
-  /** The delivery job whose handling it reports. */
-  readonly deliveryJobId: string;
 }
 
 export type ForwardQueue = Queue<ForwardJobData>;
@@ -54,9 +53,10 @@ export async function enqueueForwards(
 ): Promise<void> {
   const data: ForwardJobData = {
     destinations: destinations.map((destination) => destination.name),
-    messageId: forwardMessageId(message.type, message.id),
+    // The receiver's dedupe id: the same for every run of one item (a retry, a replay), so a
+    // JetStream stream or a consumer's table drops the repeats as the receiver does.
+    messageId: dedupeId(message.type, message.id),
     body: JSON.stringify(message),
-    deliveryJobId,
   };
   await queue.add(message.type, data, { jobId: forwardJobId(deliveryJobId) });
 }

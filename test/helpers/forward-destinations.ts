@@ -256,3 +256,37 @@ export async function startPrivateNats(): Promise<PrivateNats> {
     },
   };
 }
+
+export interface ThreeDestinations {
+  readonly endpoint: HttpEndpoint;
+  readonly stream: JetStream;
+  readonly rabbit: RabbitQueue;
+  /** FORWARD_URLS and FORWARD_SECRET for a service forwarding to all three. */
+  readonly env: { readonly FORWARD_URLS: string; readonly FORWARD_SECRET: string };
+  close(): Promise<void>;
+}
+
+/**
+ * One destination of each kind, with a secret of their own: an HTTP endpoint, a stream on
+ * `natsServer` (the machine's NATS unless a private one is named) and a RabbitMQ queue.
+ */
+export async function startThreeDestinations(
+  natsServer?: string,
+  streamOptions?: { consume?: boolean },
+): Promise<ThreeDestinations> {
+  const secret = forwardSecret();
+  const [endpoint, stream, rabbit] = await Promise.all([
+    startHttpEndpoint(secret),
+    createJetStream(natsServer, streamOptions),
+    createRabbitQueue(),
+  ]);
+  return {
+    endpoint,
+    stream,
+    rabbit,
+    env: { FORWARD_URLS: [endpoint.url, stream.url, rabbit.url].join(','), FORWARD_SECRET: secret },
+    async close() {
+      await Promise.all([endpoint.close(), stream.close(), rabbit.close()]);
+    },
+  };
+}

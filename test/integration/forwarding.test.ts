@@ -7,10 +7,10 @@ import { request } from 'undici';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { eventually } from '../../src/util/eventually';
 import {
-  createJetStream,
   createRabbitQueue,
   forwardSecret,
   startHttpEndpoint,
+  startThreeDestinations,
   startPrivateNats,
   type HttpEndpoint,
   type Received,
@@ -91,17 +91,9 @@ function stored(audioDir: string, id: string): { sha256: string; file: string; b
 const sorted = (values: string[]) => [...values].sort();
 
 it('200 deliveries from the sandbox: 200 messages at an HTTP endpoint, a JetStream stream and a RabbitMQ queue, each sha256 the stored one, each item downloaded once', async () => {
-  const secret = forwardSecret();
-  const [endpoint, stream, rabbit] = await Promise.all([
-    startHttpEndpoint(secret),
-    createJetStream(),
-    createRabbitQueue(),
-  ]);
-  cleanups.push(
-    () => endpoint.close(),
-    () => stream.close(),
-    () => rabbit.close(),
-  );
+  const destinations = await startThreeDestinations();
+  cleanups.push(() => destinations.close());
+  const { endpoint, stream, rabbit } = destinations;
   const port = await freePort();
   const sbx = await startSandboxProcess({
     flags: { 'time-scale': '0.001', 'webhook-url': `http://127.0.0.1:${port}/webhooks` },
@@ -115,8 +107,7 @@ it('200 deliveries from the sandbox: 200 messages at an HTTP endpoint, a JetStre
     WEBHOOK_SECRETS: TEST_SECRET,
     AUDIO_DIR: audioDir,
     QUEUE_PREFIX: prefix,
-    FORWARD_URLS: [endpoint.url, stream.url, rabbit.url].join(','),
-    FORWARD_SECRET: secret,
+    ...destinations.env,
   };
   // Two processes work the queues: the whole service and a second worker beside it.
   const all = service(env);
@@ -174,19 +165,11 @@ it('200 deliveries from the sandbox: 200 messages at an HTTP endpoint, a JetStre
 }, 120_000);
 
 it('a destination down for 10 s (a nats-server stopped, the HTTP endpoint answering 503): every message arrives once it is back, RabbitMQ is not held up, no audio downloaded twice', async () => {
-  const secret = forwardSecret();
   const nats = await startPrivateNats();
   cleanups.push(() => nats.stop());
-  const [endpoint, stream, rabbit] = await Promise.all([
-    startHttpEndpoint(secret),
-    createJetStream(nats.server, { consume: false }),
-    createRabbitQueue(),
-  ]);
-  cleanups.push(
-    () => endpoint.close(),
-    () => stream.close(),
-    () => rabbit.close(),
-  );
+  const destinations = await startThreeDestinations(nats.server, { consume: false });
+  cleanups.push(() => destinations.close());
+  const { endpoint, stream, rabbit } = destinations;
   const port = await freePort();
   const all = service({
     WEBHOOK_SECRETS: TEST_SECRET,
@@ -196,8 +179,7 @@ it('a destination down for 10 s (a nats-server stopped, the HTTP endpoint answer
     CDN_URL: cdn.origin,
     DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
     NODE_EXTRA_CA_CERTS: caFile(),
-    FORWARD_URLS: [endpoint.url, stream.url, rabbit.url].join(','),
-    FORWARD_SECRET: secret,
+    ...destinations.env,
     FORWARD_BACKOFF_MS: '200',
     FORWARD_TIMEOUT_MS: '2000',
   });
