@@ -37,6 +37,10 @@ async function probe(request: ProbeRequest) {
     request.s3 === undefined
       ? await createLocalAudioStore(request.dir)
       : createS3AudioStore(request.s3);
+  // The S3 client loads most of the SDK on its first request (tens of MB of code): a worker has
+  // done that long before a large file comes, so the growth measured is the file's alone.
+  const warm = `${randomUUID()}-warm.bin`;
+  if (request.mode === 'worker') await store.write(warm, [Buffer.alloc(1024)], { id: warm });
   global.gc?.();
   const rssBefore = process.memoryUsage.rss();
   let rssPeak = rssBefore;

@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
@@ -11,8 +13,8 @@ import {
   PutObjectCommand,
   S3Client,
   S3ServiceException,
+  UploadPartCommand,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import type { Config } from '../config/config.js';
 import {
   ARCHIVE_FOLDER,
@@ -29,14 +31,13 @@ export type S3Settings = Pick<
 >;
 
 /**
- * Parts of a multipart upload, and how many are in flight: what one upload holds in memory is
- * about PART_BYTES × (PARTS_IN_FLIGHT + 2) — the parts in flight, the part being gathered and
- * lib-storage's copy of it into one buffer — whatever the file's size (32 MiB; the bench's 200 MB
- * file grew RSS by 74 MB, the rest being chunks awaiting GC, as bare undici's 78 MB shows). 8 MiB
- * parts take a file up to 80 GB within S3's 10,000 parts; DOWNLOAD_MAX_BYTES is far below that.
+ * Parts of a multipart upload, and how many are in flight: one upload holds PARTS_IN_FLIGHT + 1
+ * part buffers (16 MiB: the part being sent and the one being filled), whatever the file's size
+ * (the bench's 200 MB file grows the process by that and the download's garbage awaiting GC). 8 MiB parts take a file up to 80 GB within S3's 10,000 parts; DOWNLOAD_MAX_BYTES is far
+ * below that.
  */
 const PART_BYTES = 8 * 1024 * 1024;
-const PARTS_IN_FLIGHT = 2;
+const PARTS_IN_FLIGHT = 1;
 /** An incomplete multipart upload older than this was left by a killed worker: aborted at start. */
 const STALE_UPLOAD_MS = 60 * 60 * 1000;
 /** The start-up check's bound: an endpoint that does not answer must not hang the start. */
@@ -79,6 +80,7 @@ export function createS3Client(settings: S3Settings): S3Client {
     // The SDK retries throttling, 5xx and network errors itself (3 attempts); past that the job's
     // own backoff takes over, so a store that is away for minutes still loses nothing.
     maxAttempts: 3,
+    cacheMiddleware: true,
     requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
   });
 }
@@ -183,6 +185,13 @@ export function createS3AudioStore(
    * A multipart upload of `first` and what follows. The object is looked for first, since Ceph
    * ignores If-None-Match on CompleteMultipartUpload: this item's is replaced by the completed
    * upload (atomic, as completing one is); another item's is a collision before any part is sent.
+   *
+   * Written here rather than with lib-storage's Upload: Upload gathers each part's chunks in a
+   * list, then copies them into a fresh buffer, so a part lived twice and every part was new
+   * garbage (the 200 MB file grew the process by 83 MB, more than the whole of bare undici's
+   * download). Here each chunk is copied once, as it arrives, into one of PARTS_IN_FLIGHT + 1
+   * part buffers allocated for the upload and reused: what it holds is those buffers, whatever
+   * the file's size. A part is a Buffer, so the SDK's own retries can send it again.
    */
   async function upload(
     name: string,
@@ -191,31 +200,78 @@ export function createS3AudioStore(
     id: string | undefined,
   ): Promise<void> {
     const existing = await sameItem(name, id);
-    const body = Readable.from(
-      (async function* () {
-        // Handed on and let go of: the first part is not kept referenced for the whole upload.
-        for (let chunk = first.shift(); chunk !== undefined; chunk = first.shift()) yield chunk;
-        yield* rest;
-      })(),
-      { objectMode: false },
+    const target = { Bucket: bucket, Key: key(name) };
+    const created = await client.send(
+      new CreateMultipartUploadCommand({ ...target, ...itemMetadata(id) }),
     );
-    const transfer = new Upload({
-      client,
-      params: {
-        Bucket: bucket,
-        Key: key(name),
-        Body: body,
-        ...(existing === undefined ? { IfNoneMatch: '*' } : {}),
-        ...itemMetadata(id),
-      },
-      partSize: PART_BYTES,
-      queueSize: PARTS_IN_FLIGHT,
-      leavePartsOnError: false,
-    });
+    const uploadId = created.UploadId ?? '';
+    const parts: { PartNumber: number; ETag: string | undefined }[] = [];
+    const free: Buffer[] = [];
+    const inFlight = new Set<Promise<void>>();
+    let failure: { error: unknown } | undefined;
+    const send = (part: Buffer, bytes: number) => {
+      const PartNumber = parts.length + 1;
+      parts.push({ PartNumber, ETag: undefined });
+      const sending: Promise<void> = client
+        .send(
+          new UploadPartCommand({
+            ...target,
+            UploadId: uploadId,
+            PartNumber,
+            Body: part.subarray(0, bytes),
+            ContentLength: bytes,
+          }),
+        )
+        .then(
+          (answer) => {
+            parts[PartNumber - 1] = { PartNumber, ETag: answer.ETag };
+            free.push(part);
+          },
+          (error: unknown) => {
+            failure ??= { error };
+          },
+        )
+        .finally(() => inFlight.delete(sending));
+      inFlight.add(sending);
+    };
+    const settle = async (room: number) => {
+      while (inFlight.size > room) await Promise.race(inFlight);
+      if (failure !== undefined) throw failure.error;
+    };
     try {
-      await transfer.done();
+      let part: Buffer = Buffer.allocUnsafeSlow(PART_BYTES);
+      let filled = 0;
+      const take = async (chunk: Uint8Array) => {
+        for (let at = 0; at < chunk.length; ) {
+          const copied = Math.min(chunk.length - at, PART_BYTES - filled);
+          part.set(chunk.subarray(at, at + copied), filled);
+          filled += copied;
+          at += copied;
+          if (filled < PART_BYTES) continue;
+          await settle(PARTS_IN_FLIGHT - 1);
+          send(part, filled);
+          part = free.pop() ?? Buffer.allocUnsafeSlow(PART_BYTES);
+          filled = 0;
+        }
+      };
+      // Handed on and let go of: the first part's chunks are not kept for the whole upload.
+      for (let chunk = first.shift(); chunk !== undefined; chunk = first.shift()) await take(chunk);
+      for await (const chunk of rest) await take(chunk);
+      if (filled > 0 || parts.length === 0) send(part, filled);
+      await settle(0);
+      await client.send(
+        new CompleteMultipartUploadCommand({
+          ...target,
+          UploadId: uploadId,
+          MultipartUpload: { Parts: parts },
+          ...(existing === undefined ? { IfNoneMatch: '*' } : {}),
+        }),
+      );
     } catch (error: unknown) {
-      body.destroy();
+      await Promise.allSettled(inFlight);
+      await client
+        .send(new AbortMultipartUploadCommand({ ...target, UploadId: uploadId }))
+        .catch(() => undefined);
       throw error;
     }
   }

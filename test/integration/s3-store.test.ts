@@ -258,9 +258,9 @@ it('a 64 MB file: a multipart upload, whole under its key, nothing left incomple
       `64 MB into S3: the worker's peak RSS grew by ${growthMb.toFixed(1)} MB\n`,
     );
     // The download alone grows a worker by about 60 MB whatever the size (TLS records awaiting
-    // GC, docs/performance.md), and the upload adds its parts in flight (3 × 8 MiB at most): 59–90
-    // MB measured, the high end under the whole suite's load. The file held whole, once as the body
-    // and again as the upload's copy, would put 128 MB on top of the 60. (`npm run bench` measures
+    // GC, docs/performance.md), and the upload adds its two 8 MiB part buffers (the part sent and
+    // the one being filled): 48–90 MB measured, the high end under the whole suite's load. The
+    // file held whole, once as the body and again as an upload's copy, would put 128 MB on top. (`npm run bench` measures
     // a 200 MB file, where holding it would be plain.)
     expect(growthMb).toBeLessThan(120);
   } finally {
