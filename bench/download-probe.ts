@@ -69,7 +69,10 @@ async function probe(request: ProbeRequest) {
     // A name and id of its own per probe: the S3 store refuses to replace an object that
     // records no item, or another's (a second probe into the same prefix).
     const name = `${randomUUID()}-${i}.bin`;
-    await store.write(name, source, { id: name });
+    await store.write(name, source, {
+      id: name,
+      ...(opened.bytes === undefined ? {} : { bytes: opened.bytes }),
+    });
     bytes += meter.bytes;
   }
   const seconds = (performance.now() - started) / 1000;

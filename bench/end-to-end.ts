@@ -165,11 +165,26 @@ export const CONCURRENCY_CANDIDATES = [8, 16, 32, 64, 128] as const;
  * the fastest wins (the smaller one on a tie within 5 %, since each slot holds a connection and
  * two buffers).
  */
-export async function sweepConcurrency(redisUrl: string, cdn: LocalCdn, total = 4000) {
+export async function sweepConcurrency(
+  redisUrl: string,
+  cdn: LocalCdn,
+  total = 4000,
+  options: {
+    /** Each run's store, when not a local one: S3's settings and a count of its own prefix. */
+    readonly store?: (concurrency: number) => Pick<EndToEndOptions, 'env' | 'countStored'>;
+    /** Done before each run (an emptied Redis). */
+    readonly before?: () => Promise<void>;
+  } = {},
+) {
   const runs: { concurrency: number; seconds: number; filesPerSecond: number }[] = [];
   for (const concurrency of CONCURRENCY_CANDIDATES) {
+    await options.before?.();
     process.stderr.write(`WORKER_CONCURRENCY=${concurrency}: `);
-    const run = await runEndToEnd(redisUrl, cdn, { total, workerConcurrency: concurrency });
+    const run = await runEndToEnd(redisUrl, cdn, {
+      total,
+      workerConcurrency: concurrency,
+      ...options.store?.(concurrency),
+    });
     runs.push({
       concurrency,
       seconds: run.seconds,

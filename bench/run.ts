@@ -317,7 +317,11 @@ async function storesOnly(): Promise<void> {
   const cdn = await startLocalCdn();
   try {
     const downloads = await runDownloads(cdn);
-    const stores = await runStores(redisServer.url, cdn, DEFAULT_STORES_CONCURRENCY);
+    const redis = new Redis(redisServer.url);
+    const stores = await runStores(redisServer.url, cdn, DEFAULT_STORES_CONCURRENCY, () =>
+      freshRedis(redis),
+    );
+    redis.disconnect();
     process.stdout.write(`${storesSection(stores, downloads).join('\n')}\n`);
   } finally {
     await cdn.close();
@@ -337,7 +341,9 @@ function storesSection(
   const big = stores.s3Downloads;
   const ips = stores.itemsPerSecond;
   return [
-    `## Stores side by side (${stores.local.deliveries} deliveries, ${stores.local.duplicates} duplicates, 64 KB, WORKER_CONCURRENCY=${stores.workerConcurrency})`,
+    `## Stores side by side (${stores.local.deliveries} deliveries, ${stores.local.duplicates} duplicates, 64 KB; WORKER_CONCURRENCY=${stores.workerConcurrency} local, ${stores.s3Concurrency.best} S3)`,
+    '',
+    `WORKER_CONCURRENCY for S3, measured with ${stores.s3Concurrency.deliveries} deliveries each: ${stores.s3Concurrency.runs.map((r) => `${r.concurrency} → ${r.filesPerSecond} items/s`).join(', ')}; fastest: ${stores.s3Concurrency.best}`,
     '',
     '| worker | seconds | items/s | × its naive worker | audio / metadata / archive stored | failed jobs | worker CPU s | worker CPU ms per item |',
     '|---|---|---|---|---|---|---|---|',
@@ -377,8 +383,7 @@ async function main(): Promise<void> {
       await runBreakdown(redisServer.url, cdn, concurrency.best),
     ];
     const downloads = await runDownloads(cdn);
-    await freshRedis(redis);
-    const stores = await runStores(redisServer.url, cdn, concurrency.best);
+    const stores = await runStores(redisServer.url, cdn, concurrency.best, () => freshRedis(redis));
     const sandbox = await runSandboxEndToEnd(redisServer.url);
     const limiter = await runLimiterCost(redisServer.url);
     const utilisation = await runUtilisation(redisServer.url);
@@ -454,7 +459,7 @@ async function main(): Promise<void> {
         `${stores.localToNaive} (${stores.itemsPerSecond.local} / ${stores.itemsPerSecond.naive} items/s)`,
       ],
       [
-        'end to end, S3 ≥ 0.6 × the naive S3 worker (same gateway, same SDK client settings)',
+        `end to end, S3 ≥ 0.6 × the naive S3 worker (same gateway, same SDK client settings, WORKER_CONCURRENCY=${stores.s3Concurrency.best})`,
         stores.s3ToNaiveS3 >= 0.6,
         `${stores.s3ToNaiveS3} (${stores.itemsPerSecond.s3} / ${stores.itemsPerSecond.naiveS3} items/s)`,
       ],

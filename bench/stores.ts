@@ -3,11 +3,18 @@ import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/cl
 import { startCephGateway } from '../src/dev/ceph-gateway.js';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
 import { runS3Downloads } from './downloads.js';
-import { runEndToEnd, type EndToEndResult, type StoredCounts } from './end-to-end.js';
+import {
+  runEndToEnd,
+  sweepConcurrency,
+  type EndToEndResult,
+  type StoredCounts,
+} from './end-to-end.js';
 import { ratio } from './lib.js';
 
 export interface StoresResult {
   readonly workerConcurrency: number;
+  /** The S3 runs' WORKER_CONCURRENCY, measured as the local store's is. */
+  readonly s3Concurrency: Awaited<ReturnType<typeof sweepConcurrency>>;
   readonly naive: EndToEndResult;
   readonly naiveS3: EndToEndResult;
   readonly local: EndToEndResult;
@@ -27,19 +34,22 @@ export interface StoresResult {
 }
 
 /**
- * The same end-to-end run (10,000 deliveries of 64 KB, 1,000 of them duplicates) three times in
- * one bench run: the service's worker into the local store, the same into a bucket of a real S3
- * server (Ceph's RADOS Gateway on this machine, as the tests start it), and the naive worker
- * (fetch → write, nothing else). Then large files into the bucket. The absolute times move with
- * the machine; the ratios to the naive worker of the same run do not.
+ * The same end-to-end run (10,000 deliveries of 64 KB, 1,000 of them duplicates) four times in
+ * one bench run, each on an emptied Redis: the naive worker (fetch → write, nothing else) and the
+ * service's worker into the local store at the local sweep's WORKER_CONCURRENCY; the naive S3
+ * worker and the service's into a bucket of a real S3 server (Ceph's RADOS Gateway on this
+ * machine, as the tests start it) at S3's own. Then large files into the bucket. The absolute
+ * times move with the machine; the ratios to the naive workers of the same run move less.
  */
 export async function runStores(
   redisUrl: string,
   cdn: LocalCdn,
   workerConcurrency: number,
+  /** Empties the bench's Redis: each run starts on the same, not on the runs before it. */
+  fresh: () => Promise<void>,
 ): Promise<StoresResult> {
-  // Room for 9,000 items and the large files; memstore takes RAM as it fills.
-  const gateway = await startCephGateway({ memstoreBytes: 4 * 1024 ** 3 });
+  // Room for the sweep's items, 9,000 items and the large files; memstore takes RAM as it fills.
+  const gateway = await startCephGateway({ memstoreBytes: 6 * 1024 ** 3 });
   const client = gateway.client();
   try {
     const bucket = `bench-${randomUUID().slice(0, 8)}`;
@@ -51,21 +61,35 @@ export async function runStores(
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     };
     process.stderr.write('stores: the naive worker\n');
+    await fresh();
     const naive = await runEndToEnd(redisUrl, cdn, { workerConcurrency, naiveWorker: 'local' });
-    process.stderr.write('stores: the naive S3 worker (Ceph RGW)\n');
-    const naiveS3 = await runEndToEnd(redisUrl, cdn, {
-      workerConcurrency,
-      naiveWorker: 's3',
-      env: { ...s3Env, S3_PREFIX: 'naive/' },
-      countStored: () => countObjects(client, bucket, 'naive/'),
-    });
     process.stderr.write('stores: the local store\n');
+    await fresh();
     const local = await runEndToEnd(redisUrl, cdn, { workerConcurrency });
+    // A job into S3 waits on the gateway for most of its time, so more of them at once pay:
+    // WORKER_CONCURRENCY for S3 is measured as for the local store, with the service's worker,
+    // and both S3 workers run at it.
+    process.stderr.write('stores: WORKER_CONCURRENCY for S3\n');
+    const inBucket = (prefix: string) => ({
+      env: { ...s3Env, S3_PREFIX: prefix },
+      countStored: () => countObjects(client, bucket, prefix),
+    });
+    const s3Concurrency = await sweepConcurrency(redisUrl, cdn, 2000, {
+      store: (concurrency) => inBucket(`sweep-${concurrency}/`),
+      before: fresh,
+    });
+    process.stderr.write('stores: the naive S3 worker (Ceph RGW)\n');
+    await fresh();
+    const naiveS3 = await runEndToEnd(redisUrl, cdn, {
+      workerConcurrency: s3Concurrency.best,
+      naiveWorker: 's3',
+      ...inBucket('naive/'),
+    });
     process.stderr.write('stores: S3 (Ceph RGW)\n');
+    await fresh();
     const s3 = await runEndToEnd(redisUrl, cdn, {
-      workerConcurrency,
-      env: { ...s3Env, S3_PREFIX: 'e2e/' },
-      countStored: () => countObjects(client, bucket, 'e2e/'),
+      workerConcurrency: s3Concurrency.best,
+      ...inBucket('e2e/'),
     });
     const s3Downloads = await runS3Downloads(cdn, {
       settings: {
@@ -86,6 +110,7 @@ export async function runStores(
     };
     return {
       workerConcurrency,
+      s3Concurrency,
       naive,
       naiveS3,
       local,

@@ -24,6 +24,11 @@ export interface OpenedDownload {
   readonly url: URL;
   /** The media type without parameters, lower case. */
   readonly contentType: string;
+  /**
+   * The body's length as the CDN declared it (`content-length`), when it did and sends the bytes
+   * as they are (no content encoding); undefined otherwise. A body that ends short fails.
+   */
+  readonly bytes?: number;
 }
 
 const ACCEPTABLE_TYPE = /^(audio\/[\w.+-]+|application\/octet-stream)$/;
@@ -129,8 +134,15 @@ export async function openDownload(
         `audio of ${formatBytes(declared)} is over the ${formatBytes(options.maxBytes)} limit (DOWNLOAD_MAX_BYTES)`,
       );
     }
+    const encoding = res.headers['content-encoding'];
+    const identity = encoding === undefined || encoding === 'identity';
     try {
-      return { body: decoded(res.body, res.headers['content-encoding']), url, contentType };
+      return {
+        body: decoded(res.body, encoding),
+        url,
+        contentType,
+        ...(identity && Number.isSafeInteger(declared) && declared >= 0 ? { bytes: declared } : {}),
+      };
     } catch (error: unknown) {
       await discard(res.body);
       throw error;

@@ -36,11 +36,18 @@ export interface AudioStore {
    * caller writes another name of the same item next and relies on that write to make both
    * names durable (the downloader's metadata, whose absence or mismatch makes a restart fetch
    * the audio again); a store may then leave the name's own durability to that write.
+   * `bytes`: the source's length, when known before it is read (the CDN's content-length); a
+   * store may then send it in one request (S3: one streamed PUT instead of a multipart upload).
+   * A source that ends short or runs long then fails the write.
    */
   write(
     name: string,
     source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
-    options?: { readonly id?: string; readonly entryDurableLater?: boolean },
+    options?: {
+      readonly id?: string;
+      readonly entryDurableLater?: boolean;
+      readonly bytes?: number;
+    },
   ): Promise<void>;
   /** The bytes of a stored file, e.g. for a hook that uploads it elsewhere. */
   read(name: string): AsyncIterable<Uint8Array>;

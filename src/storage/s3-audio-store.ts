@@ -38,6 +38,8 @@ export type S3Settings = Pick<
  */
 const PART_BYTES = 8 * 1024 * 1024;
 const PARTS_IN_FLIGHT = 1;
+/** S3's largest single PUT: a longer file, or one of unknown length, is a multipart upload. */
+const MAX_PUT_BYTES = 5 * 1024 ** 3;
 /** An incomplete multipart upload older than this was left by a killed worker: aborted at start. */
 const STALE_UPLOAD_MS = 60 * 60 * 1000;
 /** The start-up check's bound: an endpoint that does not answer must not hang the start. */
@@ -182,6 +184,70 @@ export function createS3AudioStore(
   }
 
   /**
+   * One PUT streaming `first` and what follows, when the source's length is known before it is
+   * read (the CDN's content-length): the gateway takes the bytes as they come, as `curl -T` sends
+   * a file, and holds nothing of them until the PUT is whole (a killed worker leaves nothing,
+   * not even an incomplete upload). Looked for first, as a multipart upload is: a streamed body
+   * cannot be sent again after a 412, so this item's object is replaced with `If-Match` on its
+   * ETag, and a race with another run of the item fails the write, to be retried. The SDK does
+   * not retry a streamed body either; the job's own retries do. A source that fails, ends short
+   * or runs long aborts the PUT, which then stores nothing.
+   */
+  async function putStreamed(
+    name: string,
+    first: Uint8Array[],
+    rest: AsyncIterable<Uint8Array>,
+    bytes: number,
+    id: string | undefined,
+  ): Promise<void> {
+    const existing = await sameItem(name, id);
+    const abort = new AbortController();
+    const counted = async function* () {
+      let sent = 0;
+      try {
+        // Handed on and let go of, as in a multipart upload.
+        for (let chunk = first.shift(); chunk !== undefined; chunk = first.shift()) {
+          sent += chunk.length;
+          yield chunk;
+        }
+        for await (const chunk of rest) {
+          sent += chunk.length;
+          if (sent > bytes) throw new Error(`the source ran past its ${bytes} bytes`);
+          yield chunk;
+        }
+        if (sent !== bytes) throw new Error(`the source ended after ${sent} of its ${bytes} bytes`);
+      } catch (error: unknown) {
+        // The body is piped into the request, which a failing body alone would leave waiting.
+        abort.abort(error);
+        throw error;
+      }
+    };
+    const body = Readable.from(counted(), { objectMode: false });
+    // pipe() gives the body no 'error' listener: its failure is reported through the abort.
+    body.on('error', () => undefined);
+    try {
+      await client.send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: key(name),
+          Body: body,
+          ContentLength: bytes,
+          ...(existing?.etag === undefined
+            ? { IfNoneMatch: '*' }
+            : { IfMatch: existing.etag.replace(/"/g, '') }),
+          ...itemMetadata(id),
+        }),
+        { abortSignal: abort.signal },
+      );
+    } catch (error: unknown) {
+      body.destroy();
+      throw abort.signal.aborted && abort.signal.reason instanceof Error
+        ? fail(abort.signal.reason, `writing ${name}`)
+        : error;
+    }
+  }
+
+  /**
    * A multipart upload of `first` and what follows. The object is looked for first, since Ceph
    * ignores If-None-Match on CompleteMultipartUpload: this item's is replaced by the completed
    * upload (atomic, as completing one is); another item's is a collision before any part is sent.
@@ -282,8 +348,8 @@ export function createS3AudioStore(
 
     async write(name, source, options) {
       const id = options?.id;
-      // Up to one part is read first: a smaller body is one conditional PUT (with the metadata's
-      // and the look for earlier metadata, three requests per item); a larger one is a multipart
+      // Up to one part is read first: a smaller body is one conditional PUT from memory; a larger
+      // one is one streamed PUT when its length is known (the CDN declared it), else a multipart
       // upload.
       const iterator = toAsyncIterator(source);
       const first: Uint8Array[] = [];
@@ -306,7 +372,10 @@ export function createS3AudioStore(
             { [Symbol.asyncIterator]: () => iterator },
             (error) => (sourceFailure = { error }),
           );
-          await upload(name, first, rest, id);
+          const known = options?.bytes;
+          if (known !== undefined && known <= MAX_PUT_BYTES)
+            await putStreamed(name, first, rest, known, id);
+          else await upload(name, first, rest, id);
         }
       } catch (error: unknown) {
         // The source is closed at once (the CDN's connection), not left open until its timeout.

@@ -134,7 +134,11 @@ async function download(
     const meter = new Meter(config.downloadMaxBytes);
     // The body streams from the CDN into the store: this span is the transfer and the write.
     await inSpan('audio.write', { 'file.name': file }, async (span) => {
-      await store.write(file, meter.measure(opened.body), { id: item.id, entryDurableLater: true });
+      await store.write(file, meter.measure(opened.body), {
+        id: item.id,
+        entryDurableLater: true,
+        ...(opened.bytes === undefined ? {} : { bytes: opened.bytes }),
+      });
       span?.setAttribute('file.size', meter.bytes);
     });
     const metadata: AudioMetadata = {

@@ -17,7 +17,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { freePort } from '../helpers/private-redis';
 import { startCephGateway, type CephGateway } from '../../src/dev/ceph-gateway';
-import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { audio, startLocalCdn, type LocalCdn, type Route } from '../helpers/local-cdn';
 import { deliveredBy, eventually, startSandboxProcess } from '../helpers/sandbox-process';
 import { spawnService } from '../helpers/spawn-service';
 import { startTestPipeline } from '../helpers/test-pipeline';
@@ -230,106 +230,144 @@ function memoryOf(pid: number): { rss: number; peak: number } {
   return { rss: kb('VmRSS'), peak: kb('VmHWM') };
 }
 
-it('a 64 MB file: a multipart upload, whole under its key, nothing left incomplete; the worker process grows by a few parts, not the file', async () => {
-  const bucket = await newBucket();
-  const big = randomBytes(64 * 1024 * 1024);
-  cdn.route('/big.wav', audio(big, 'audio/wav'));
-  // Young-generation garbage (TLS records) collected early, so that the peak shows what is held
-  // rather than when V8 chose to collect.
-  const { receiver, post, start } = await s3Worker(bucket, {
-    NODE_OPTIONS: '--max-semi-space-size=1',
-  });
-  const worker = start();
-  try {
-    await worker.waitForLog('audio-webhooks started');
-    const before = memoryOf(worker.child.pid!);
-    await post('big', '/big.wav');
-    await worker.waitForLog('audio downloaded');
-    const after = memoryOf(worker.child.pid!);
-    const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: 'audio/big.wav' }));
-    // A multipart object's ETag ends in "-<parts>": 64 MB in 8 MiB parts.
-    expect(head.ETag).toMatch(/-8"$/);
-    expect(head.ContentLength).toBe(big.length);
-    expect(sha256(await object(bucket, 'audio/big.wav'))).toBe(sha256(big));
-    const left = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
-    expect(left.Uploads ?? []).toEqual([]);
-    const growthMb = (after.peak - before.rss) / 1024 / 1024;
-    process.stdout.write(
-      `64 MB into S3: the worker's peak RSS grew by ${growthMb.toFixed(1)} MB\n`,
-    );
-    // The download alone grows a worker by about 60 MB whatever the size (TLS records awaiting
-    // GC, docs/performance.md), and the upload adds its two 8 MiB part buffers (the part sent and
-    // the one being filled): 48–90 MB measured, the high end under the whole suite's load. The
-    // file held whole, once as the body and again as an upload's copy, would put 128 MB on top. (`npm run bench` measures
-    // a 200 MB file, where holding it would be plain.)
-    expect(growthMb).toBeLessThan(120);
-  } finally {
-    worker.child.kill('SIGTERM');
-    await worker.exited;
-    await receiver.close();
-  }
-}, 60_000);
-
-it('the worker SIGKILLed mid-upload: nothing under the final key; after a restart the audio is stored whole, once', async () => {
-  const bucket = await newBucket();
-  const big = randomBytes(48 * 1024 * 1024);
-  // Served slowly: 1 MB every 50 ms, so the kill lands in the middle of the multipart upload.
-  cdn.route('/slow.wav', (_req, res) => {
-    res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': big.length });
-    let at = 0;
+/** Serves `body` in 1 MB writes, each `everyMs` apart; without a content-length when `chunked`. */
+function served(
+  body: Buffer,
+  { chunked, everyMs = 0 }: { chunked: boolean; everyMs?: number },
+): { route: Route; sent: () => number } {
+  let at = 0;
+  const route: Route = (_req, res) => {
+    res.writeHead(200, {
+      'content-type': 'audio/wav',
+      ...(chunked ? {} : { 'content-length': body.length }),
+    });
+    at = 0;
     const next = () => {
       if (res.destroyed) return;
-      if (at >= big.length) {
+      if (at >= body.length) {
         res.end();
         return;
       }
-      res.write(big.subarray(at, at + 1024 * 1024));
+      const more = res.write(body.subarray(at, at + 1024 * 1024));
       at += 1024 * 1024;
-      setTimeout(next, 50);
+      if (everyMs > 0) setTimeout(next, everyMs);
+      else if (more) setImmediate(next);
+      else res.once('drain', next);
     };
     next();
-  });
-  const { receiver, post, start } = await s3Worker(bucket, {
-    WORKER_LOCK_MS: '2000',
-    WORKER_STALL_MS: '70000',
-  });
-  let worker = start();
-  try {
-    await worker.waitForLog('audio-webhooks started');
-    await post('killed', '/slow.wav');
-    const uploading = await eventually(
-      async () => {
-        const listed = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
-        return listed.Uploads?.length ? listed.Uploads : undefined;
-      },
-      { timeoutMs: 20_000, everyMs: 50 },
-    );
-    expect(uploading.map((u) => u.Key)).toEqual(['audio/killed.wav']);
-    worker.child.kill('SIGKILL');
-    await worker.exited;
-    expect(await exists(bucket, 'audio/killed.wav')).toBe(false);
-    expect(await exists(bucket, 'audio/killed.json')).toBe(false);
+  };
+  return { route, sent: () => at };
+}
 
-    worker = start();
-    await worker.waitForLog('audio downloaded');
-    expect(sha256(await object(bucket, 'audio/killed.wav'))).toBe(sha256(big));
-    const metadata = JSON.parse((await object(bucket, 'audio/killed.json')).toString()) as {
-      sha256: string;
-    };
-    expect(metadata.sha256).toBe(sha256(big));
-    // What the SIGKILL left: the killed run's incomplete upload, invisible under any key; a worker
-    // starting an hour later aborts it, and so does the bucket's lifecycle rule.
-    const left = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
-    process.stdout.write(
-      `SIGKILL mid-upload left ${left.Uploads?.length ?? 0} incomplete upload(s), nothing under a final key\n`,
-    );
-    expect(worker.logs.filter((line) => line.msg === 'audio downloaded')).toHaveLength(1);
-  } finally {
-    worker.child.kill('SIGTERM');
-    await worker.exited;
-    await receiver.close();
-  }
-}, 90_000);
+// The CDN declares a file's length (content-length) almost always: then one PUT streams it, as
+// `curl -T` sends a file; without it, a multipart upload of 8 MiB parts.
+const LARGE_PATHS = [
+  ['with a content-length: one streamed PUT', false],
+  ['without one (chunked): a multipart upload', true],
+] as const;
+
+it.each(LARGE_PATHS)(
+  'a 64 MB file %s, whole under its key, nothing left incomplete; the worker process grows by a few MB, not the file',
+  async (_path, chunked) => {
+    const bucket = await newBucket();
+    const big = randomBytes(64 * 1024 * 1024);
+    cdn.route('/big.wav', served(big, { chunked }).route);
+    // Young-generation garbage (TLS records) collected early, so that the peak shows what is held
+    // rather than when V8 chose to collect.
+    const { receiver, post, start } = await s3Worker(bucket, {
+      NODE_OPTIONS: '--max-semi-space-size=1',
+    });
+    const worker = start();
+    try {
+      await worker.waitForLog('audio-webhooks started');
+      const before = memoryOf(worker.child.pid!);
+      await post('big', '/big.wav');
+      await worker.waitForLog('audio downloaded');
+      const after = memoryOf(worker.child.pid!);
+      const head = await client.send(
+        new HeadObjectCommand({ Bucket: bucket, Key: 'audio/big.wav' }),
+      );
+      // A multipart object's ETag ends in "-<parts>": 64 MB in 8 MiB parts; a PUT's has no dash.
+      if (chunked) expect(head.ETag).toMatch(/-8"$/);
+      else expect(head.ETag).toMatch(/^"[0-9a-f]{32}"$/);
+      expect(head.ContentLength).toBe(big.length);
+      expect(sha256(await object(bucket, 'audio/big.wav'))).toBe(sha256(big));
+      const left = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
+      expect(left.Uploads ?? []).toEqual([]);
+      const growthMb = (after.peak - before.rss) / 1024 / 1024;
+      process.stdout.write(
+        `64 MB into S3 ${chunked ? 'by multipart upload' : 'by one PUT'}: the worker's peak RSS grew by ${growthMb.toFixed(1)} MB\n`,
+      );
+      // The download alone grows a worker by about 60 MB whatever the size (TLS records awaiting
+      // GC, docs/performance.md); a multipart upload adds its two 8 MiB part buffers (the part
+      // sent and the one being filled): 48–90 MB measured, the high end under the whole suite's
+      // load. The file held whole, once as the body and again as an upload's copy, would put
+      // 128 MB on top.
+      expect(growthMb).toBeLessThan(120);
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.exited;
+      await receiver.close();
+    }
+  },
+  60_000,
+);
+
+it.each(LARGE_PATHS)(
+  'the worker SIGKILLed mid-upload %s: nothing under the final key; after a restart the audio is stored whole, once',
+  async (_path, chunked) => {
+    const bucket = await newBucket();
+    const big = randomBytes(48 * 1024 * 1024);
+    // Served slowly: 1 MB every 50 ms, so the kill lands in the middle of the upload.
+    const slow = served(big, { chunked, everyMs: 50 });
+    cdn.route('/slow.wav', slow.route);
+    const { receiver, post, start } = await s3Worker(bucket, {
+      WORKER_LOCK_MS: '2000',
+      WORKER_STALL_MS: '70000',
+    });
+    let worker = start();
+    try {
+      await worker.waitForLog('audio-webhooks started');
+      await post('killed', '/slow.wav');
+      // Past the first 8 MiB, which are read before either kind of upload starts.
+      await eventually(() => Promise.resolve(slow.sent() >= 16 * 1024 * 1024 ? true : undefined), {
+        timeoutMs: 20_000,
+        everyMs: 50,
+      });
+      const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
+      // A multipart upload is listed while it runs; a PUT is not there at all until whole.
+      expect((uploads.Uploads ?? []).map((u) => u.Key)).toEqual(
+        chunked ? ['audio/killed.wav'] : [],
+      );
+      worker.child.kill('SIGKILL');
+      await worker.exited;
+      expect(await exists(bucket, 'audio/killed.wav')).toBe(false);
+      expect(await exists(bucket, 'audio/killed.json')).toBe(false);
+
+      worker = start();
+      await worker.waitForLog('audio downloaded');
+      expect(sha256(await object(bucket, 'audio/killed.wav'))).toBe(sha256(big));
+      const metadata = JSON.parse((await object(bucket, 'audio/killed.json')).toString()) as {
+        sha256: string;
+      };
+      expect(metadata.sha256).toBe(sha256(big));
+      // What the SIGKILL left: a multipart upload's incomplete upload, invisible under any key (a
+      // worker starting an hour later aborts it, and so does the bucket's lifecycle rule); a
+      // PUT's, nothing.
+      const left = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
+      process.stdout.write(
+        `SIGKILL mid-upload ${chunked ? '(multipart)' : '(one PUT)'} left ${left.Uploads?.length ?? 0} incomplete upload(s), nothing under a final key\n`,
+      );
+      if (!chunked) expect(left.Uploads ?? []).toEqual([]);
+      expect(worker.logs.filter((line) => line.msg === 'audio downloaded')).toHaveLength(1);
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.exited;
+      await receiver.close();
+    }
+  },
+  90_000,
+);
 
 it('the gateway stopped for a few seconds under load, then back: every item stored, none failed', async () => {
   const bucket = await newBucket();

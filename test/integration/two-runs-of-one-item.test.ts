@@ -6,6 +6,7 @@ import {
   CreateBucketCommand,
   CreateMultipartUploadCommand,
   ListMultipartUploadsCommand,
+  ListObjectsV2Command,
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
@@ -66,7 +67,7 @@ const stores: Record<string, () => Promise<AudioStore>> = {
  * Serves `body` at a path of its own: the first request at once, the second once `release`
  * is called, every later one 403 (expired).
  */
-function servedTwice(body: Buffer) {
+function servedTwice(body: Buffer, chunked = false) {
   const path = `/${randomUUID()}.wav`;
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
@@ -74,7 +75,12 @@ function servedTwice(body: Buffer) {
   const second = new Promise<void>((resolve) => (secondAsked = resolve));
   cdn.route(path, (_req, res, hit) => {
     const answer = () =>
-      res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': body.length }).end(body);
+      res
+        .writeHead(200, {
+          'content-type': 'audio/wav',
+          ...(chunked ? {} : { 'content-length': body.length }),
+        })
+        .end(body);
     if (hit === 1) answer();
     else if (hit === 2) {
       secondAsked();
@@ -104,13 +110,15 @@ async function bytesOf(store: AudioStore, name: string): Promise<Buffer> {
 }
 
 describe.each(Object.keys(stores))('the %s store, two runs of one item overlapping', (kind) => {
-  // 9 MiB: more than one S3 part, so the multipart path is taken too.
+  // 9 MiB: more than one S3 part, so the streamed PUT (the CDN declared the length) and the
+  // multipart upload (it did not) are taken too.
   it.each([
-    ['a small file (one PUT)', 40_000],
-    ['a file of several parts (multipart)', 9 * 1024 * 1024],
+    ['a small file (one PUT)', 40_000, false],
+    ['a file of several parts with a content-length (one streamed PUT)', 9 * 1024 * 1024, false],
+    ['a file of several parts, chunked (multipart)', 9 * 1024 * 1024, true],
   ])(
     '%s: the second run keeps the first run’s finished item; a third finds it whole without asking the CDN',
-    async (_name, size) => {
+    async (_name, size, chunked) => {
       const store = await stores[kind]!();
       const dispatcher = agent();
       const download = createAudioDownloader({
@@ -120,7 +128,7 @@ describe.each(Object.keys(stores))('the %s store, two runs of one item overlappi
       });
       const logger = createLogger('silent');
       const body = randomBytes(size);
-      const served = servedTwice(body);
+      const served = servedTwice(body, chunked);
       const id = `item-${randomUUID()}`;
       try {
         // Both look for earlier metadata before either has written any; the run whose request
@@ -167,6 +175,30 @@ describe('the S3 store never removes what is not known to be its own', () => {
     await client.send(new CreateBucketCommand({ Bucket: bucket }));
     return bucket;
   };
+
+  it.each([
+    ['ends short of its declared length', 10 * 1024 * 1024, undefined],
+    ['runs past its declared length', 8 * 1024 * 1024, undefined],
+    ['fails (the CDN)', 12 * 1024 * 1024, new Error('the CDN went away')],
+  ])(
+    'a streamed PUT whose source %s stores nothing, and does not wait for the request timeout',
+    async (_case, declared, failure) => {
+      const bucket = await newBucket();
+      const store = createS3AudioStore(settings(bucket), gateway.client());
+      const source = (function* () {
+        for (let i = 0; i < 9; i++) yield randomBytes(1024 * 1024);
+        if (failure !== undefined) throw failure;
+      })();
+      const started = Date.now();
+      const write = store.write('short.wav', source, { id: 'short', bytes: declared });
+      if (failure === undefined) await expect(write).rejects.toThrow(/the source (ended|ran)/);
+      else await expect(write).rejects.toBe(failure);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      const listed = await client.send(new ListObjectsV2Command({ Bucket: bucket }));
+      expect(listed.Contents ?? []).toEqual([]);
+    },
+    30_000,
+  );
 
   it('a write without an id over an object that records no id is a collision; the object stays', async () => {
     const bucket = await newBucket();
