@@ -172,13 +172,13 @@ export async function sweepConcurrency(
   options: {
     /** Each run's store, when not a local one: S3's settings and a count of its own prefix. */
     readonly store?: (concurrency: number) => Pick<EndToEndOptions, 'env' | 'countStored'>;
-    /** Done before each run (an emptied Redis). */
-    readonly before?: () => Promise<void>;
+    /** Done before each run (an emptied Redis, a new bucket). */
+    readonly before?: (concurrency: number) => Promise<void>;
   } = {},
 ) {
   const runs: { concurrency: number; seconds: number; filesPerSecond: number }[] = [];
   for (const concurrency of CONCURRENCY_CANDIDATES) {
-    await options.before?.();
+    await options.before?.(concurrency);
     process.stderr.write(`WORKER_CONCURRENCY=${concurrency}: `);
     const run = await runEndToEnd(redisUrl, cdn, {
       total,

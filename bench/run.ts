@@ -351,6 +351,18 @@ function storesSection(
     line('naive S3 (fetch → one PutObject, same SDK client)', stores.naiveS3, ips.naiveS3),
     line('service, local store', stores.local, ips.local, stores.localToNaive),
     line('service, S3 (Ceph RGW)', stores.s3, ips.s3, stores.s3ToNaiveS3),
+    line(
+      'service, local store, archive off (ARCHIVE_RETENTION_HOURS=0)',
+      stores.localNoArchive,
+      ips.localNoArchive,
+      ratio(ips.localNoArchive, ips.naive),
+    ),
+    line(
+      'service, S3, archive off (ARCHIVE_RETENTION_HOURS=0)',
+      stores.s3NoArchive,
+      ips.s3NoArchive,
+      ratio(ips.s3NoArchive, ips.naiveS3),
+    ),
     '',
     `Large files into S3: ${big.files} × ${big.fileMb} MB at ${big.s3MBps} MB/s through the worker's code (\`curl -T\` of the same files to the same gateway: ${big.curlPutMBps ?? 'n/a'} MB/s, ratio ${big.curlPutMBps === null ? 'n/a' : ratio(big.s3MBps, big.curlPutMBps)}); peak RSS growth for one ${downloads.bigFileMb} MB file into S3: ${big.rssGrowthMb} MB (into the local store: ${downloads.rssGrowthMb} MB)`,
     '',

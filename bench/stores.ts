@@ -19,12 +19,17 @@ export interface StoresResult {
   readonly naiveS3: EndToEndResult;
   readonly local: EndToEndResult;
   readonly s3: EndToEndResult;
+  /** The service's worker with ARCHIVE_RETENTION_HOURS=0: what the archive costs. */
+  readonly localNoArchive: EndToEndResult;
+  readonly s3NoArchive: EndToEndResult;
   /** items/s of each; each store's as a ratio to its naive worker's (1 = as fast). */
   readonly itemsPerSecond: {
     readonly naive: number;
     readonly naiveS3: number;
     readonly local: number;
     readonly s3: number;
+    readonly localNoArchive: number;
+    readonly s3NoArchive: number;
   };
   readonly localToNaive: number;
   readonly s3ToNaiveS3: number;
@@ -52,8 +57,15 @@ export async function runStores(
   const gateway = await startCephGateway({ memstoreBytes: 6 * 1024 ** 3 });
   const client = gateway.client();
   try {
-    const bucket = `bench-${randomUUID().slice(0, 8)}`;
-    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    // A bucket per run: RGW's bucket index grows with every object, and a run into a bucket the
+    // runs before it filled would pay for theirs (S3 0.35 × naive in one whole run, 0.47 in
+    // another where fewer runs came before).
+    const newBucket = async () => {
+      const name = `bench-${randomUUID().slice(0, 8)}`;
+      await client.send(new CreateBucketCommand({ Bucket: name }));
+      return name;
+    };
+    const bucket = await newBucket();
     // The SDK's nine-line Node-version notice, once per baseline process, is not a figure.
     const s3Env = {
       ...gateway.env,
@@ -66,30 +78,49 @@ export async function runStores(
     process.stderr.write('stores: the local store\n');
     await fresh();
     const local = await runEndToEnd(redisUrl, cdn, { workerConcurrency });
+    // The archive is the one guarantee a setting turns off: its price, shown beside.
+    process.stderr.write('stores: the local store, ARCHIVE_RETENTION_HOURS=0\n');
+    await fresh();
+    const localNoArchive = await runEndToEnd(redisUrl, cdn, {
+      workerConcurrency,
+      env: NO_ARCHIVE,
+    });
     // A job into S3 waits on the gateway for most of its time, so more of them at once pay:
     // WORKER_CONCURRENCY for S3 is measured as for the local store, with the service's worker,
     // and both S3 workers run at it.
     process.stderr.write('stores: WORKER_CONCURRENCY for S3\n');
-    const inBucket = (prefix: string) => ({
-      env: { ...s3Env, S3_PREFIX: prefix },
-      countStored: () => countObjects(client, bucket, prefix),
+    const inBucket = (prefix: string, into: string) => ({
+      env: { ...s3Env, S3_BUCKET: into, S3_PREFIX: prefix },
+      countStored: () => countObjects(client, into, prefix),
     });
+    const sweepBuckets = new Map<number, string>();
     const s3Concurrency = await sweepConcurrency(redisUrl, cdn, 2000, {
-      store: (concurrency) => inBucket(`sweep-${concurrency}/`),
-      before: fresh,
+      store: (concurrency) => inBucket('sweep/', sweepBuckets.get(concurrency) ?? bucket),
+      before: async (concurrency) => {
+        await fresh();
+        sweepBuckets.set(concurrency, await newBucket());
+      },
     });
     process.stderr.write('stores: the naive S3 worker (Ceph RGW)\n');
     await fresh();
     const naiveS3 = await runEndToEnd(redisUrl, cdn, {
       workerConcurrency: s3Concurrency.best,
       naiveWorker: 's3',
-      ...inBucket('naive/'),
+      ...inBucket('naive/', await newBucket()),
     });
     process.stderr.write('stores: S3 (Ceph RGW)\n');
     await fresh();
     const s3 = await runEndToEnd(redisUrl, cdn, {
       workerConcurrency: s3Concurrency.best,
-      ...inBucket('e2e/'),
+      ...inBucket('e2e/', await newBucket()),
+    });
+    process.stderr.write('stores: S3 (Ceph RGW), ARCHIVE_RETENTION_HOURS=0\n');
+    await fresh();
+    const noArchive = inBucket('e2e/', await newBucket());
+    const s3NoArchive = await runEndToEnd(redisUrl, cdn, {
+      workerConcurrency: s3Concurrency.best,
+      ...noArchive,
+      env: { ...noArchive.env, ...NO_ARCHIVE },
     });
     const s3Downloads = await runS3Downloads(cdn, {
       settings: {
@@ -107,6 +138,8 @@ export async function runStores(
       naiveS3: perSecond(naiveS3),
       local: perSecond(local),
       s3: perSecond(s3),
+      localNoArchive: perSecond(localNoArchive),
+      s3NoArchive: perSecond(s3NoArchive),
     };
     return {
       workerConcurrency,
@@ -115,6 +148,8 @@ export async function runStores(
       naiveS3,
       local,
       s3,
+      localNoArchive,
+      s3NoArchive,
       itemsPerSecond,
       localToNaive: ratio(itemsPerSecond.local, itemsPerSecond.naive),
       s3ToNaiveS3: ratio(itemsPerSecond.s3, itemsPerSecond.naiveS3),
@@ -126,6 +161,8 @@ export async function runStores(
     await gateway.stop();
   }
 }
+
+const NO_ARCHIVE = { ARCHIVE_RETENTION_HOURS: '0' };
 
 /** The prefix's top level holds the items' objects; the archive's are under `<prefix>.archive/`. */
 async function countObjects(
