@@ -39,11 +39,12 @@ export interface StoresResult {
 }
 
 /**
- * The same end-to-end run (10,000 deliveries of 64 KB, 1,000 of them duplicates) four times in
+ * The same end-to-end run (10,000 deliveries of 64 KB, 1,000 of them duplicates) six times in
  * one bench run, each on an emptied Redis: the naive worker (fetch → write, nothing else) and the
  * service's worker into the local store at the local sweep's WORKER_CONCURRENCY; the naive S3
  * worker and the service's into a bucket of a real S3 server (Ceph's RADOS Gateway on this
- * machine, as the tests start it) at S3's own. Then large files into the bucket. The absolute
+ * machine, as the tests start it) at S3's own; the service's worker into each store again with
+ * the archive off. Then large files into the bucket. The absolute
  * times move with the machine; the ratios to the naive workers of the same run move less.
  */
 export async function runStores(
