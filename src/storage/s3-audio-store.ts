@@ -308,7 +308,7 @@ export function createS3AudioStore(
       let part: Buffer = Buffer.allocUnsafeSlow(PART_BYTES);
       let filled = 0;
       const take = async (chunk: Uint8Array) => {
-        for (let at = 0; at < chunk.length; ) {
+        for (let at = 0; at < chunk.length;) {
           const copied = Math.min(chunk.length - at, PART_BYTES - filled);
           part.set(chunk.subarray(at, at + copied), filled);
           filled += copied;
