@@ -155,33 +155,42 @@ export function createS3AudioStore(
    * the item replaced it in between, the look is made again, a bounded number of times.
    */
   async function put(name: string, body: Buffer, id: string | undefined): Promise<void> {
-    let condition: { IfNoneMatch: string } | { IfMatch: string } = { IfNoneMatch: '*' };
+    let onto: StoredObject | undefined;
     for (let attempt = 1; ; attempt++) {
       try {
-        await client.send(
-          new PutObjectCommand({
-            Bucket: bucket,
-            Key: key(name),
-            Body: body,
-            ContentLength: body.length,
-            ...condition,
-            ...itemMetadata(id),
-          }),
-        );
+        await client.send(putObject(name, body, body.length, onto, id));
         return;
       } catch (error: unknown) {
         if (statusOf(error) !== 412 || attempt === CONDITIONAL_ATTEMPTS)
           throw fail(error, `writing ${name}`);
       }
-      const existing = await sameItem(name, id);
-      // Unquoted: Ceph RGW (and DigitalOcean Spaces, built on it) answer 412 to the quoted form
-      // HeadObject returns; AWS S3 takes either.
-      condition =
-        existing?.etag === undefined
-          ? { IfNoneMatch: '*' }
-          : { IfMatch: existing.etag.replace(/"/g, '') };
+      onto = await sameItem(name, id);
     }
   }
+
+  /**
+   * A PUT that creates the object when `onto` is undefined (nothing of the item was there), and
+   * otherwise replaces exactly the object looked at: never another run's newer one.
+   */
+  const putObject = (
+    name: string,
+    body: Buffer | Readable,
+    bytes: number,
+    onto: StoredObject | undefined,
+    id: string | undefined,
+  ) =>
+    new PutObjectCommand({
+      Bucket: bucket,
+      Key: key(name),
+      Body: body,
+      ContentLength: bytes,
+      // Unquoted: Ceph RGW (and DigitalOcean Spaces, built on it) answer 412 to the quoted form
+      // HeadObject returns; AWS S3 takes either.
+      ...(onto?.etag === undefined
+        ? { IfNoneMatch: '*' }
+        : { IfMatch: onto.etag.replace(/"/g, '') }),
+      ...itemMetadata(id),
+    });
 
   /**
    * One PUT streaming `first` and what follows, when the source's length is known before it is
@@ -226,19 +235,9 @@ export function createS3AudioStore(
     // pipe() gives the body no 'error' listener: its failure is reported through the abort.
     body.on('error', () => undefined);
     try {
-      await client.send(
-        new PutObjectCommand({
-          Bucket: bucket,
-          Key: key(name),
-          Body: body,
-          ContentLength: bytes,
-          ...(existing?.etag === undefined
-            ? { IfNoneMatch: '*' }
-            : { IfMatch: existing.etag.replace(/"/g, '') }),
-          ...itemMetadata(id),
-        }),
-        { abortSignal: abort.signal },
-      );
+      await client.send(putObject(name, body, bytes, existing, id), {
+        abortSignal: abort.signal,
+      });
     } catch (error: unknown) {
       body.destroy();
       throw abort.signal.aborted && abort.signal.reason instanceof Error
