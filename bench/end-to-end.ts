@@ -169,21 +169,20 @@ export async function sweepConcurrency(
   redisUrl: string,
   cdn: LocalCdn,
   total = 4000,
-  options: {
-    /** Each run's store, when not a local one: S3's settings and a count of its own prefix. */
-    readonly store?: (concurrency: number) => Pick<EndToEndOptions, 'env' | 'countStored'>;
-    /** Done before each run (an emptied Redis, a new bucket). */
-    readonly before?: (concurrency: number) => Promise<void>;
-  } = {},
+  /**
+   * Done before each run (an emptied Redis, a new bucket); gives the run's store when it is not
+   * the local one (S3's settings and a count of its own bucket). @defaultValue nothing: local
+   */
+  prepare?: () => Promise<Pick<EndToEndOptions, 'env' | 'countStored'>>,
 ) {
   const runs: { concurrency: number; seconds: number; filesPerSecond: number }[] = [];
   for (const concurrency of CONCURRENCY_CANDIDATES) {
-    await options.before?.(concurrency);
+    const store = await prepare?.();
     process.stderr.write(`WORKER_CONCURRENCY=${concurrency}: `);
     const run = await runEndToEnd(redisUrl, cdn, {
       total,
       workerConcurrency: concurrency,
-      ...options.store?.(concurrency),
+      ...store,
     });
     runs.push({
       concurrency,

@@ -44,8 +44,8 @@ export interface StoresResult {
  * service's worker into the local store at the local sweep's WORKER_CONCURRENCY; the naive S3
  * worker and the service's into a bucket of a real S3 server (Ceph's RADOS Gateway on this
  * machine, as the tests start it) at S3's own; the service's worker into each store again with
- * the archive off. Then large files into the bucket. The absolute
- * times move with the machine; the ratios to the naive workers of the same run move less.
+ * the archive off. Then large files into a bucket of their own. The absolute times move with the
+ * machine; the ratios to the naive workers of the same run move less.
  */
 export async function runStores(
   redisUrl: string,
@@ -66,11 +66,9 @@ export async function runStores(
       await client.send(new CreateBucketCommand({ Bucket: name }));
       return name;
     };
-    const bucket = await newBucket();
     // The SDK's nine-line Node-version notice, once per baseline process, is not a figure.
     const s3Env = {
       ...gateway.env,
-      S3_BUCKET: bucket,
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     };
     process.stderr.write('stores: the naive worker\n');
@@ -90,17 +88,13 @@ export async function runStores(
     // WORKER_CONCURRENCY for S3 is measured as for the local store, with the service's worker,
     // and both S3 workers run at it.
     process.stderr.write('stores: WORKER_CONCURRENCY for S3\n');
-    const inBucket = (prefix: string, into: string) => ({
-      env: { ...s3Env, S3_BUCKET: into, S3_PREFIX: prefix },
+    const inBucket = (prefix: string, into: string, env: Record<string, string> = {}) => ({
+      env: { ...s3Env, S3_BUCKET: into, S3_PREFIX: prefix, ...env },
       countStored: () => countObjects(client, into, prefix),
     });
-    const sweepBuckets = new Map<number, string>();
-    const s3Concurrency = await sweepConcurrency(redisUrl, cdn, 2000, {
-      store: (concurrency) => inBucket('sweep/', sweepBuckets.get(concurrency) ?? bucket),
-      before: async (concurrency) => {
-        await fresh();
-        sweepBuckets.set(concurrency, await newBucket());
-      },
+    const s3Concurrency = await sweepConcurrency(redisUrl, cdn, 2000, async () => {
+      await fresh();
+      return inBucket('sweep/', await newBucket());
     });
     process.stderr.write('stores: the naive S3 worker (Ceph RGW)\n');
     await fresh();
@@ -117,15 +111,13 @@ export async function runStores(
     });
     process.stderr.write('stores: S3 (Ceph RGW), ARCHIVE_RETENTION_HOURS=0\n');
     await fresh();
-    const noArchive = inBucket('e2e/', await newBucket());
     const s3NoArchive = await runEndToEnd(redisUrl, cdn, {
       workerConcurrency: s3Concurrency.best,
-      ...noArchive,
-      env: { ...noArchive.env, ...NO_ARCHIVE },
+      ...inBucket('e2e/', await newBucket(), NO_ARCHIVE),
     });
     const s3Downloads = await runS3Downloads(cdn, {
       settings: {
-        s3Bucket: bucket,
+        s3Bucket: await newBucket(),
         s3Prefix: 'large/',
         s3Endpoint: gateway.endpoint,
         s3Region: 'us-east-1',

@@ -32,9 +32,8 @@ export type S3Settings = Pick<
 
 /**
  * Parts of a multipart upload, and how many are in flight: one upload holds PARTS_IN_FLIGHT + 1
- * part buffers (16 MiB: the part being sent and the one being filled), whatever the file's size
- * (the bench's 200 MB file grows the process by that and the download's garbage awaiting GC). 8 MiB parts take a file up to 80 GB within S3's 10,000 parts; DOWNLOAD_MAX_BYTES is far
- * below that.
+ * part buffers (16 MiB: the part being sent and the one being filled), whatever the file's size.
+ * 8 MiB parts take a file up to 80 GB within S3's 10,000 parts; DOWNLOAD_MAX_BYTES is far below.
  */
 const PART_BYTES = 8 * 1024 * 1024;
 const PARTS_IN_FLIGHT = 1;
@@ -193,10 +192,10 @@ export function createS3AudioStore(
     });
 
   /**
-   * One PUT streaming `first` and what follows, when the source's length is known before it is
-   * read (the CDN's content-length): the gateway takes the bytes as they come, as `curl -T` sends
-   * a file, and holds nothing of them until the PUT is whole (a killed worker leaves nothing,
-   * not even an incomplete upload). Looked for first, as a multipart upload is: a streamed body
+   * One PUT streaming `source`, when its length is known before it is read (the CDN's
+   * content-length): the gateway takes the bytes as they come, as `curl -T` sends a file, and
+   * holds nothing of them until the PUT is whole (a killed worker leaves nothing, not even an
+   * incomplete upload). Looked for first, as a multipart upload is: a streamed body
    * cannot be sent again after a 412, so this item's object is replaced with `If-Match` on its
    * ETag, and a race with another run of the item fails the write, to be retried. The SDK does
    * not retry a streamed body either; the job's own retries do. A source that fails, ends short
@@ -204,8 +203,7 @@ export function createS3AudioStore(
    */
   async function putStreamed(
     name: string,
-    first: Uint8Array[],
-    rest: AsyncIterable<Uint8Array>,
+    source: AsyncIterable<Uint8Array>,
     bytes: number,
     id: string | undefined,
   ): Promise<void> {
@@ -214,12 +212,7 @@ export function createS3AudioStore(
     const counted = async function* () {
       let sent = 0;
       try {
-        // Handed on and let go of, as in a multipart upload.
-        for (let chunk = first.shift(); chunk !== undefined; chunk = first.shift()) {
-          sent += chunk.length;
-          yield chunk;
-        }
-        for await (const chunk of rest) {
+        for await (const chunk of source) {
           sent += chunk.length;
           if (sent > bytes) throw new Error(`the source ran past its ${bytes} bytes`);
           yield chunk;
@@ -247,7 +240,7 @@ export function createS3AudioStore(
   }
 
   /**
-   * A multipart upload of `first` and what follows. The object is looked for first, since Ceph
+   * A multipart upload of `source`. The object is looked for first, since Ceph
    * ignores If-None-Match on CompleteMultipartUpload: this item's is replaced by the completed
    * upload (atomic, as completing one is); another item's is a collision before any part is sent.
    *
@@ -260,8 +253,7 @@ export function createS3AudioStore(
    */
   async function upload(
     name: string,
-    first: Uint8Array[],
-    rest: AsyncIterable<Uint8Array>,
+    source: AsyncIterable<Uint8Array>,
     id: string | undefined,
   ): Promise<void> {
     const existing = await sameItem(name, id);
@@ -319,10 +311,9 @@ export function createS3AudioStore(
           filled = 0;
         }
       };
-      // Handed on and let go of: the first part's chunks are not kept for the whole upload.
-      for (let chunk = first.shift(); chunk !== undefined; chunk = first.shift()) await take(chunk);
-      for await (const chunk of rest) await take(chunk);
-      if (filled > 0 || parts.length === 0) send(part, filled);
+      for await (const chunk of source) await take(chunk);
+      // At least one whole part was read before a multipart upload is chosen.
+      if (filled > 0) send(part, filled);
       await settle(0);
       await client.send(
         new CompleteMultipartUploadCommand({
@@ -371,10 +362,15 @@ export function createS3AudioStore(
             { [Symbol.asyncIterator]: () => iterator },
             (error) => (sourceFailure = { error }),
           );
+          const whole = (async function* () {
+            // Handed on and let go of: the first part's chunks are not kept for the whole upload.
+            for (let chunk = first.shift(); chunk !== undefined; chunk = first.shift()) yield chunk;
+            yield* rest;
+          })();
           const known = options?.bytes;
           if (known !== undefined && known <= MAX_PUT_BYTES)
-            await putStreamed(name, first, rest, known, id);
-          else await upload(name, first, rest, id);
+            await putStreamed(name, whole, known, id);
+          else await upload(name, whole, id);
         }
       } catch (error: unknown) {
         // The source is closed at once (the CDN's connection), not left open until its timeout.
