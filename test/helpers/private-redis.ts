@@ -111,6 +111,30 @@ export async function startPrivateRedis({
   };
 }
 
+/**
+ * Resolves once `client` (an ioredis client that is reconnecting) is ready, within `timeoutMs`.
+ * Not `events.once(client, 'ready')`: that rejects on the first 'error', and a reconnect attempt
+ * made just before a restarted server listened can report its ECONNREFUSED after `start()` has
+ * resolved (CI saw it once: the outage test failed with "connect ECONNREFUSED").
+ */
+export function whenReady(
+  client: { readonly status: string } & Pick<NodeJS.EventEmitter, 'once' | 'off'>,
+  timeoutMs = 10_000,
+): Promise<void> {
+  if (client.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      client.off('ready', onReady);
+      reject(new Error(`Redis client not ready after ${timeoutMs} ms (status ${client.status})`));
+    }, timeoutMs);
+    client.once('ready', onReady);
+  });
+}
+
 /** A Sentinel of the test's own watching `primaryPort` as `mymaster` (1 s to call it down). */
 export async function startPrivateSentinel(
   primaryPort: number,

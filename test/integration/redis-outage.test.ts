@@ -1,7 +1,6 @@
-import { once } from 'node:events';
 import request from 'supertest';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
-import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
+import { startPrivateRedis, whenReady, type PrivateRedis } from '../helpers/private-redis';
 import { createTestReceiver, signed, type TestReceiver } from '../helpers/test-receiver';
 
 // These tests stop Redis on purpose, so they always use a private one.
@@ -45,7 +44,7 @@ it('answers 503 + Retry-After when Redis is gone, and accepts the same delivery 
   await request(app).get('/healthz').expect(200);
 
   await redis.start();
-  if (receiver.redis.status !== 'ready') await once(receiver.redis, 'ready');
+  await whenReady(receiver.redis);
   await request(app).get('/readyz').expect(200);
   // Nothing of the refused attempt was stored: the sender's retry is new, not a duplicate.
   await post(app, delivery).expect(202, { received: true, duplicate: false });
@@ -121,7 +120,7 @@ it('starts with Redis down without crashing, reports not ready, and recovers', a
     .expect(503, { detail: 'Redis unavailable', redis: { topology: 'single' } });
 
   await redis.start();
-  await once(receiver.redis, 'ready');
+  await whenReady(receiver.redis);
   await receiver.queue.waitUntilReady();
   await request(app).get('/readyz').expect(200);
   await post(app, sampleDelivery('key.revoked')).expect(202);
