@@ -1,20 +1,35 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { ArchiveArea } from '../storage/audio-store.js';
 import { fileStem } from '../storage/file-name.js';
+import { groupCommit } from '../util/group-commit.js';
 import type { Delivery } from '../webhooks/define-event.js';
 
 /**
- * The archive of accepted deliveries, for `replay`: one small JSON file per delivery in the
- * audio store's ARCHIVE area (`.archive/` under AUDIO_DIR or S3_PREFIX), laid out by the hour it
- * was received and, inside the hour, by item, so a time range is found by listing a few hour
- * folders and an id by listing one small folder per hour, never an hour's millions of names:
+ * The archive of accepted deliveries, for `replay`, in the audio store's ARCHIVE area (`.archive/`
+ * under AUDIO_DIR or S3_PREFIX), laid out by the hour each was received (UTC), so a time range
+ * is found by listing a few hour folders, never an hour's millions of names. Inside the hour:
  *
- *     .archive/2026-11-24/09/<file stem>/20261124T091502123Z_<job id>.json
+ * - **Segments**, in an area that can append (the local store): one line of JSON per delivery,
+ *   appended to its writer's file of the hour and of one of 256 buckets of the id's SHA-256:
  *
- * The path is made of the receipt time, the job id and the item's file stem (storage/file-name.ts),
- * never of a delivery's text. The same delivery archived twice (a job re-run) has the same path.
- * Entries of the first layout (`<hour>/<time>_<job id>_<stem>.json`) are still read by ranges.
+ *       .archive/2026-11-24/09/~3f/20261125T061502123Z-1a2b3c4d.ndjson
+ *
+ *   Each writer (a worker process) appends only to its own files, so lines never interleave; an
+ *   append that fails moves the writer to new files, so a torn line is only ever a file's last.
+ *   An id is found by reading its bucket's files in each hour (1/256 of the hour). An entry costs
+ *   one append to a file that exists, where a file per entry cost two new inodes (a folder and
+ *   the file), the largest part of the archive's price in the bench (docs/performance.md).
+ * - **Entry files**, in an area that writes whole objects only (S3; a custom store's): one small
+ *   JSON file per delivery, by item, so an id is found by listing one small folder per hour:
+ *
+ *       .archive/2026-11-24/09/<file stem>/20261124T091502123Z_<job id>.json
+ *
+ * Paths are made of the receipt time, the job id, the id's hash or file stem
+ * (storage/file-name.ts) and a writer's random name, never of a delivery's text. The same
+ * delivery archived twice (a job re-run) is read once: entry files by their path, segment lines
+ * by their job id within their bucket. Entries of the first layout
+ * (`<hour>/<time>_<job id>_<stem>.json`) are still read by ranges.
  */
 
 /** What one archive file holds. */
@@ -49,8 +64,15 @@ const ENTRY = /^([^/]+)\/(\d{8}T\d{9}Z)_[A-Za-z0-9-]{1,64}\.json$/;
 /** The first layout's `<time>_<job id>_<stem>.json`, directly in the hour. */
 const FIRST_LAYOUT_ENTRY = /^(\d{8}T\d{9}Z)_[A-Za-z0-9-]{1,64}_([^/]+)\.json$/;
 const PLAIN_JOB_ID = /^[A-Za-z0-9-]{1,64}$/;
-/** Archive files read at once while a query runs: what a query holds is this and a listing page. */
+/** `~<bucket>/<writer>.ndjson`, relative to its hour: `~` and two hex digits are never a stem. */
+const SEGMENT = /^(~[0-9a-f]{2})\/\d{8}T\d{9}Z-[0-9a-f]{8}\.ndjson$/;
+/**
+ * Archive files read at once while a query runs: what a query holds is these and a listing page.
+ * A segment holds a writer's share of 1/256 of an hour (about 800 entries, 0.5 MB, for a writer
+ * archiving 200,000 an hour), so fewer are read at once.
+ */
 const READS_IN_FLIGHT = 32;
+const SEGMENT_READS_IN_FLIGHT = 4;
 
 /** Which archived deliveries a query wants. Every field narrows; none: all of them. */
 export interface ArchiveQuery {
@@ -71,7 +93,10 @@ export interface UnreadableEntry {
 }
 
 export interface Archive {
-  /** Archives one accepted delivery (the worker calls this; replays are not archived again). */
+  /**
+   * Archives one accepted delivery (the worker calls this; replays are not archived again).
+   * Resolves once the entry is written (appended, or its file written).
+   */
   record(entry: {
     readonly delivery: Delivery;
     readonly jobId: string;
@@ -120,6 +145,55 @@ export function archivePath(receivedAt: string, jobId: string, id: string): stri
   return `${hourFolder(iso)}${fileStem(id)}/${compactTime(date)}_${jobSegment(jobId)}.json`;
 }
 
+/** The folder of an id's bucket within its hour: `~` and the first byte of its SHA-256, in hex. */
+export function bucketFolder(id: string): string {
+  return `~${createHash('sha256').update(id, 'utf8').digest('hex').slice(0, 2)}/`;
+}
+
+/** A writer's name for its segments: when it started, and 32 random bits. */
+function writerName(): string {
+  return `${compactTime(new Date())}-${randomBytes(4).toString('hex')}`;
+}
+
+/**
+ * Appends lines to segments, a group commit per segment (util/group-commit.ts): one append in
+ * flight per file, the lines that arrive meanwhile go in the next one together, and each record
+ * resolves once its line is written. A segment is held only while lines for it are waiting.
+ */
+function segmentWriter(append: NonNullable<ArchiveArea['append']>) {
+  let writer = writerName();
+  const segments = new Map<
+    string,
+    { lines: string[]; waiting: number; commit: () => Promise<void> }
+  >();
+  const segment = (folder: string) => {
+    const lines: string[] = [];
+    const commit = groupCommit(async () => {
+      // Every line pushed before this run started: the callers it covers.
+      const batch = Buffer.from(lines.splice(0).join(''), 'utf8');
+      await append(`${folder}${writer}.ndjson`, batch).catch((error: unknown) => {
+        // A failed append may have written part of its lines: later ones go to new files, so
+        // a torn line is only ever the last of its file, and never takes a whole line with it.
+        writer = writerName();
+        throw error;
+      });
+    });
+    return { lines, waiting: 0, commit };
+  };
+  return async (folder: string, line: string) => {
+    const held = segments.get(folder) ?? segment(folder);
+    segments.set(folder, held);
+    held.lines.push(line);
+    held.waiting++;
+    try {
+      await held.commit();
+    } finally {
+      // No caller waiting: no append runs or is due, so the next line may start a new segment.
+      if (--held.waiting === 0) segments.delete(folder);
+    }
+  };
+}
+
 /** The hour folder a time falls in: `2026-11-24T09:15:02.123Z` → `2026-11-24/09/`. */
 export function hourFolder(time: string): string {
   const iso = new Date(time).toISOString();
@@ -135,9 +209,44 @@ function entryName(name: string): { stem: string; time: number } | undefined {
   return undefined;
 }
 
+/** A file a query reads: an entry file, or a segment of many entries. */
 interface Candidate {
   readonly path: string;
-  readonly time: number;
+  /** A segment's bucket folder (`2026-11-24/09/~3f/`); undefined for an entry file. */
+  readonly bucket?: string;
+}
+
+type Read = ArchivedDelivery | { unreadable: UnreadableEntry };
+
+/** One entry's text, checked: the entry, or why it is not one. */
+function parseEntry(path: string, text: string): Read {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error: unknown) {
+    return { unreadable: { path, reason: String(error) } };
+  }
+  const entry = entrySchema.safeParse(parsed);
+  if (!entry.success) return { unreadable: { path, reason: entry.error.issues[0]?.message ?? '' } };
+  return entry.data;
+}
+
+/**
+ * A segment's entries, one per line. A last line without its newline is being appended as it is
+ * read, or was when its writer stopped (a crash, a full disk): reported, never replayed.
+ */
+function parseSegment(path: string, bytes: Uint8Array): Read[] {
+  const lines = Buffer.from(bytes).toString('utf8').split('\n');
+  const last = lines.pop() ?? '';
+  const entries = lines.map((line, at) => parseEntry(`${path}:${at + 1}`, line));
+  if (last !== '')
+    entries.push({
+      unreadable: {
+        path: `${path}:${lines.length + 1}`,
+        reason: 'an unfinished line (being appended as it was read, or its writer stopped then)',
+      },
+    });
+  return entries;
 }
 
 /** Every name a listing gives, gathered: only for the day and hour folders, a few dozen. */
@@ -181,48 +290,50 @@ export function createArchive(area: ArchiveArea): Archive {
   });
 
   /**
-   * The files a query selects by name, one at a time: with ids, each id's own folder in each
-   * hour (one short listing per hour and id); else every file of each hour, streamed.
+   * The files a query selects by name, one at a time: with ids, in each hour, each id's own
+   * folder of entry files and its bucket's segments (a listing of a few names each); else every
+   * file of each hour, streamed (a folder's files together: a bucket's segments are consecutive).
    */
   async function* candidates(query: ArchiveQuery): AsyncGenerator<Candidate> {
     const { since, until } = range(query);
-    const stems = query.ids === undefined ? undefined : [...new Set(query.ids.map(fileStem))];
+    const folders =
+      query.ids === undefined
+        ? undefined
+        : [...new Set(query.ids.flatMap((id) => [`${fileStem(id)}/`, bucketFolder(id)]))];
     for (const hour of await hoursBetween(since, until)) {
       const listings =
-        stems === undefined
+        folders === undefined
           ? [{ under: hour, listing: area.list(hour, { deep: true }) }]
-          : stems.map((stem) => ({
-              under: `${hour}${stem}/`,
-              listing: area.list(`${hour}${stem}/`),
+          : folders.map((folder) => ({
+              under: `${hour}${folder}`,
+              listing: area.list(`${hour}${folder}`),
             }));
       for (const { under, listing } of listings) {
         for await (const name of listing) {
           const path = `${under}${name}`;
-          const entry = entryName(path.slice(hour.length));
+          const inHour = path.slice(hour.length);
+          const segment = SEGMENT.exec(inHour);
+          if (segment !== null) {
+            yield { path, bucket: `${hour}${segment[1] ?? ''}/` };
+            continue;
+          }
+          const entry = entryName(inHour);
           if (entry === undefined || entry.time < since || entry.time > until) continue;
-          yield { path, time: entry.time };
+          yield { path };
         }
       }
     }
   }
 
-  async function read(
-    candidate: Candidate,
-  ): Promise<ArchivedDelivery | { unreadable: UnreadableEntry }> {
+  async function read(candidate: Candidate): Promise<Read[]> {
     const bytes = await area.get(candidate.path);
     // Swept meanwhile (another process's retention sweep): not an entry any more.
-    if (bytes === undefined) return { unreadable: { path: candidate.path, reason: 'gone' } };
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(Buffer.from(bytes).toString('utf8'));
-    } catch (error: unknown) {
-      return { unreadable: { path: candidate.path, reason: String(error) } };
-    }
-    const entry = entrySchema.safeParse(parsed);
-    if (!entry.success)
-      return { unreadable: { path: candidate.path, reason: entry.error.issues[0]?.message ?? '' } };
-    return entry.data;
+    if (bytes === undefined) return [{ unreadable: { path: candidate.path, reason: 'gone' } }];
+    if (candidate.bucket !== undefined) return parseSegment(candidate.path, bytes);
+    return [parseEntry(candidate.path, Buffer.from(bytes).toString('utf8'))];
   }
+
+  const append = area.append === undefined ? undefined : segmentWriter(area.append.bind(area));
 
   return {
     async record({ delivery, jobId, receivedAt }) {
@@ -233,10 +344,11 @@ export function createArchive(area: ArchiveArea): Archive {
         job_id: jobId,
         delivery,
       };
-      await area.put(
-        archivePath(receivedAt, jobId, delivery.data.id),
-        Buffer.from(JSON.stringify(entry), 'utf8'),
-      );
+      const text = JSON.stringify(entry);
+      if (append !== undefined)
+        await append(`${hourFolder(receivedAt)}${bucketFolder(entry.id)}`, `${text}\n`);
+      else
+        await area.put(archivePath(receivedAt, jobId, delivery.data.id), Buffer.from(text, 'utf8'));
     },
 
     hours(query) {
@@ -245,25 +357,47 @@ export function createArchive(area: ArchiveArea): Archive {
     },
 
     async *find(query, onUnreadable) {
+      const { since, until } = range(query);
       const ids = query.ids === undefined ? undefined : new Set(query.ids);
+      // Selected by the id's file stem or bucket; the id itself decides.
+      const wanted = (entry: ArchivedDelivery) =>
+        (ids === undefined || ids.has(entry.id)) &&
+        (query.event === undefined || entry.event === query.event);
+      // A job re-run appends its entry again, in the same bucket of the same hour (by its id and
+      // its receipt time): the job ids of the bucket being read are all that is held. An entry
+      // file's time is in its name, checked before it was read; a segment line's, here.
+      let bucket: string | undefined;
+      let jobsInBucket = new Set<string>();
+      const newInBucket = (entry: ArchivedDelivery, inBucket: string) => {
+        if (inBucket !== bucket) {
+          bucket = inBucket;
+          jobsInBucket = new Set();
+        }
+        const time = Date.parse(entry.received_at);
+        if (time < since || time > until || jobsInBucket.has(entry.job_id)) return false;
+        jobsInBucket.add(entry.job_id);
+        return true;
+      };
       const readBatch = async function* (batch: Candidate[]) {
-        for (const entry of await Promise.all(batch.map(read))) {
-          if ('unreadable' in entry) {
-            onUnreadable?.(entry.unreadable);
-            continue;
+        const files = await Promise.all(batch.map(read));
+        for (const [at, entries] of files.entries()) {
+          const inBucket = batch[at]?.bucket;
+          for (const entry of entries) {
+            if ('unreadable' in entry) onUnreadable?.(entry.unreadable);
+            else if (wanted(entry) && (inBucket === undefined || newInBucket(entry, inBucket)))
+              yield entry;
           }
-          // Selected by the id's file stem; the id itself decides.
-          if (ids !== undefined && !ids.has(entry.id)) continue;
-          if (query.event !== undefined && entry.event !== query.event) continue;
-          yield entry;
         }
       };
       let batch: Candidate[] = [];
+      let segments = 0;
       for await (const candidate of candidates(query)) {
         batch.push(candidate);
-        if (batch.length < READS_IN_FLIGHT) continue;
+        if (candidate.bucket !== undefined) segments++;
+        if (batch.length < READS_IN_FLIGHT && segments < SEGMENT_READS_IN_FLIGHT) continue;
         yield* readBatch(batch);
         batch = [];
+        segments = 0;
       }
       yield* readBatch(batch);
     },

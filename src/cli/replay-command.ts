@@ -122,7 +122,7 @@ export async function runReplay(
     const [first] = unreadable;
     if (first !== undefined)
       errors.out(
-        `audio-webhooks: ${counted(unreadable.length, 'archive file')} could not be read and were left out (first: ${first.path}: ${first.reason})\n`,
+        `audio-webhooks: left out ${counted(unreadable.length, 'archive entry', 'archive entries')} that could not be read (first: ${first.path}: ${first.reason})\n`,
       );
   };
   /** The deliveries the query selects, and the hour folders they lie in (the progress bar's). */

@@ -82,13 +82,21 @@ export const ARCHIVE_FOLDER = '.archive';
 export interface ArchiveArea {
   /** Writes one file whole (never seen partly written), replacing one of the same path. */
   put(path: string, body: Uint8Array): Promise<void>;
+  /**
+   * Appends to a file, creating it (and its folders) when there is none. Optional: an area that
+   * has it keeps the archive in segments, one line per entry appended to a file that exists;
+   * one without it (S3, whose objects are written whole) keeps a file per entry. One caller
+   * appends to a file at a time; a failed append may have written part of its bytes.
+   */
+  append?(path: string, body: Uint8Array): Promise<void>;
   /** The file's bytes, or undefined when there is none. */
   get(path: string): Promise<Uint8Array | undefined>;
   /**
    * What `folder` ('' for the top) holds: files by name, folders by name and a trailing `/`;
-   * with `deep`, every file below it as a path relative to it (no folders). Streamed a page at a
-   * time (an hour may hold millions of entries), in no promised order; names starting with a dot
-   * (temp files) are never listed; a folder that does not exist lists nothing.
+   * with `deep`, every file below it as a path relative to it (no folders), a folder's files
+   * together. Streamed a page at a time (an hour may hold millions of entries), in no other
+   * promised order; names starting with a dot (temp files) are never listed; a folder that does
+   * not exist lists nothing.
    */
   list(folder: string, options?: { readonly deep?: boolean }): AsyncIterable<string>;
   /** Removes `folder` and everything in it; nothing there is not an error. */

@@ -1,14 +1,23 @@
-import { opendir, readdir, readFile, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { appendFile } from 'node:fs';
+import { mkdir, opendir, readdir, readFile, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 import type { ArchiveArea } from './audio-store.js';
 import { archiveSegments } from './archive-path.js';
 import { storageError } from './storage-errors.js';
 import { writeAtomically } from './write-atomically.js';
 
 /**
- * The archive as files under `root` (`<AUDIO_DIR>/.archive`). A file appears whole (temp file
- * in the same folder, then rename) but is not fsynced: an entry is a record kept beside the
- * queue, and a host crash may lose the last seconds of them, never a delivery (docs/replay.md).
+ * fs's callback form: fs/promises' appendFile opens a FileHandle and settles a promise for each
+ * of its open, write and close, and the archive appends once per delivery.
+ */
+const appendToFile = promisify(appendFile);
+
+/**
+ * The archive as files under `root` (`<AUDIO_DIR>/.archive`). A file put appears whole (temp file
+ * in the same folder, then rename); an append goes to the end of a file that one writer owns
+ * (archive/archive.ts). Neither is fsynced: an entry is a record kept beside the queue, and a
+ * host crash may lose the last seconds of them, never a delivery (docs/replay.md).
  */
 export function createLocalArchiveArea(root: string): ArchiveArea {
   const file = (path: string) => join(root, ...archiveSegments(path, 'file'));
@@ -22,6 +31,17 @@ export function createLocalArchiveArea(root: string): ArchiveArea {
     async put(path, body) {
       // The temp's dot in front: list() never shows it, and the sweep removes it with its hour.
       await writeAtomically(file(path), body).catch(fail(`archiving ${path}`));
+    },
+    async append(path, body) {
+      const target = file(path);
+      // The file exists but for the first append to it in its hour: its folder is made then.
+      await appendToFile(target, body)
+        .catch(async (error: unknown) => {
+          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+          await mkdir(dirname(target), { recursive: true });
+          await appendToFile(target, body);
+        })
+        .catch(fail(`archiving to ${path}`));
     },
     async get(path) {
       return readFile(file(path)).catch((error: unknown) => {

@@ -16,8 +16,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
-import { createArchive } from '../../src/archive/archive';
+import { createArchive, hourFolder } from '../../src/archive/archive';
 import { createLocalArchiveArea } from '../../src/storage/local-archive-area';
+import { archivedEntries } from '../helpers/archive-entries';
 import { freePort } from '../helpers/private-redis';
 import { hookCalls, recordingHooksBuild, runCliProcess } from '../helpers/replay-app';
 import {
@@ -113,8 +114,7 @@ function tree(dir: string): string[] {
     .sort();
 }
 
-const archiveFiles = (app: { audioDir: string }) =>
-  tree(join(app.audioDir, '.archive')).filter((path) => path.endsWith('.json'));
+const archived = (app: { audioDir: string }) => archivedEntries(join(app.audioDir, '.archive'));
 
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 
@@ -137,7 +137,7 @@ it('replay --id brings back a deleted item, byte-identical, and the hooks run ag
   const ids = ['one', 'two', 'three'].map((name) => `${name}-${randomUUID().slice(0, 8)}`);
   await ttsBatch(ids);
   await hooksCalled(app, 3);
-  await eventually(() => Promise.resolve(archiveFiles(app).length === 3 ? true : undefined));
+  await eventually(() => Promise.resolve(archived(app).length === 3 ? true : undefined));
   const [, target = ''] = ids;
   const audioPath = join(app.audioDir, `${target}.wav`);
   const metadataPath = join(app.audioDir, `${target}.json`);
@@ -175,7 +175,7 @@ it('replay --id brings back a deleted item, byte-identical, and the hooks run ag
   expect(forTarget[1]?.jobId).not.toBe(forTarget[0]?.jobId);
   expect(calls.filter((call) => call.id !== target).every((call) => !call.replay)).toBe(true);
   // A replay is not archived again.
-  expect(archiveFiles(app)).toHaveLength(3);
+  expect(archived(app)).toHaveLength(3);
 });
 
 it('--since 10m --event audio.ready --dry-run --json lists exactly the archived items and changes nothing', async () => {
@@ -188,14 +188,8 @@ it('--since 10m --event audio.ready --dry-run --json lists exactly the archived 
   });
   expect(revoked.status).toBe(202);
   await hooksCalled(app, 3);
-  await eventually(() => Promise.resolve(archiveFiles(app).length === 3 ? true : undefined));
-  const archived = archiveFiles(app).map(
-    (path) =>
-      JSON.parse(readFileSync(join(app.audioDir, '.archive', path), 'utf8')) as Record<
-        string,
-        unknown
-      >,
-  );
+  await eventually(() => Promise.resolve(archived(app).length === 3 ? true : undefined));
+  const entries = archived(app);
   const keys = async () => (await redis.keys(`${app.cliEnv.QUEUE_PREFIX}:*`)).sort().join('\n');
   const before = { files: tree(app.audioDir), keys: await keys() };
 
@@ -209,7 +203,7 @@ it('--since 10m --event audio.ready --dry-run --json lists exactly the archived 
   const rows = (JSON.parse(listed.stdout) as Record<string, unknown>[]).sort((a, b) =>
     String(a.received_at).localeCompare(String(b.received_at)),
   );
-  const expected = archived
+  const expected = entries
     .filter((entry) => entry.event === 'audio.ready')
     .map((entry) => ({ event: entry.event, id: entry.id, received_at: entry.received_at }))
     .sort((a, b) => String(a.received_at).localeCompare(String(b.received_at)));
@@ -226,10 +220,8 @@ it('a replay keeps audio that is there; a re-delivery from the provider after it
   const id = `dup-${randomUUID().slice(0, 8)}`;
   await ttsBatch([id]);
   await hooksCalled(app, 1);
-  await eventually(() => Promise.resolve(archiveFiles(app).length === 1 ? true : undefined));
-  const delivery = JSON.parse(
-    readFileSync(join(app.audioDir, '.archive', archiveFiles(app)[0] ?? ''), 'utf8'),
-  ) as { delivery: unknown };
+  await eventually(() => Promise.resolve(archived(app).length === 1 ? true : undefined));
+  const [delivery] = archived(app);
 
   const stored = statSync(join(app.audioDir, `${id}.wav`));
   expect((await runCliProcess(['replay', '--id', id], app.cliEnv)).code).toBe(0);
@@ -238,7 +230,7 @@ it('a replay keeps audio that is there; a re-delivery from the provider after it
   const kept = statSync(join(app.audioDir, `${id}.wav`));
   expect([kept.ino, kept.mtimeMs]).toEqual([stored.ino, stored.mtimeMs]);
 
-  const { raw, headers } = signed(delivery.delivery, { secret: SECRET });
+  const { raw, headers } = signed(delivery?.delivery, { secret: SECRET });
   const answer = await request(`http://127.0.0.1:${port}/webhooks`, {
     method: 'POST',
     headers,
@@ -264,20 +256,18 @@ it('retention: the workers remove the hours older than ARCHIVE_RETENTION_HOURS a
       jobId: randomUUID(),
       receivedAt,
     });
-  await record('thirty-hours', hoursAgo(30));
-  await record('three-hours', hoursAgo(3));
-  await record('ten-minutes', hoursAgo(1 / 6));
-  const folderOf = (path: string) => path.split('/').slice(0, 2).join('/');
-  const [old, older, recent] = archiveFiles(app)
-    .sort((a, b) => a.split('/').at(-1)!.localeCompare(b.split('/').at(-1)!))
-    .map(folderOf);
+  const times = [hoursAgo(30), hoursAgo(3), hoursAgo(1 / 6)];
+  const [old, older, recent] = times.map(hourFolder);
+  await record('thirty-hours', times[0] ?? '');
+  await record('three-hours', times[1] ?? '');
+  await record('ten-minutes', times[2] ?? '');
 
   const worker = await start(app, { ROLE: 'worker' });
   const swept = await worker.service.waitForLog(
     'archive: removed the hours past ARCHIVE_RETENTION_HOURS',
   );
-  expect(swept.removed).toEqual([`${old}/`, `${older}/`]);
-  expect(archiveFiles(app).map(folderOf)).toEqual([recent]);
+  expect(swept.removed).toEqual([old, older]);
+  expect(archived(app).map((entry) => hourFolder(String(entry.received_at)))).toEqual([recent]);
   // The day folder the thirty-hour entry left empty is gone too (it is never today's).
   expect(readdirSync(join(app.audioDir, '.archive'))).not.toContain(old?.split('/')[0]);
 });
@@ -342,12 +332,70 @@ async function deliverFailures(ids: readonly string[]): Promise<void> {
   await Promise.all(Array.from({ length: 16 }, sendNext));
 }
 
+it('an entry a crashed worker left half-written is named on stderr and left out; the rest are replayed (exit 0)', async () => {
+  const app = await start(newApp());
+  const ids = ['p', 'q'].map((name) => `${name}-${randomUUID().slice(0, 8)}`);
+  await deliverFailures(ids);
+  await hooksCalled(app, 2);
+  await eventually(() => Promise.resolve(archived(app).length === 2 ? true : undefined));
+  // A segment of another worker, which stopped while appending its second line.
+  const hour = hourFolder(new Date().toISOString());
+  const segment = `${hour}~00/20261125T000000000Z-0badf00d.ndjson`;
+  mkdirSync(join(app.audioDir, '.archive', hour, '~00'), { recursive: true });
+  const whole = JSON.stringify({
+    event: 'audio.failed',
+    id: 'whole-line',
+    received_at: new Date().toISOString(),
+    job_id: randomUUID(),
+    delivery: { event: 'audio.failed', data: { id: 'whole-line', error: 'synthetic' } },
+  });
+  writeFileSync(join(app.audioDir, '.archive', segment), `${whole}\n{"event":"audio.fai`);
+
+  const listed = await runCliProcess(
+    ['replay', '--since', '10m', '--dry-run', '--json'],
+    app.cliEnv,
+  );
+  expect(listed.code).toBe(0);
+  const rows = JSON.parse(listed.stdout) as { id: string }[];
+  expect(rows.map((row) => row.id).sort()).toEqual([...ids, 'whole-line'].sort());
+  expect(listed.stderr).toBe(
+    `audio-webhooks: left out 1 archive entry that could not be read (first: ${segment}:2: an unfinished line (being appended as it was read, or its writer stopped then))\n`,
+  );
+});
+
+it('a dry run beside live traffic: every delivery archived before it is listed once, the ones archived meanwhile once or not at all', async () => {
+  const app = await start(newApp());
+  const before = Array.from({ length: 300 }, (_unused, i) => `before-${i}`);
+  await deliverFailures(before);
+  await eventually(() => Promise.resolve(archived(app).length === 300 ? true : undefined));
+  const during = Array.from({ length: 600 }, (_unused, i) => `during-${i}`);
+  // The workers append to the hour's segments while the replay reads them.
+  const [listed] = await Promise.all([
+    runCliProcess(['replay', '--since', '10m', '--dry-run', '--json'], app.cliEnv),
+    deliverFailures(during),
+  ]);
+  expect(listed.code).toBe(0);
+  const ids = (JSON.parse(listed.stdout) as { id: string }[]).map((row) => row.id);
+  console.log(
+    `dry run beside live traffic: ${ids.length - before.length} of ${during.length} archived meanwhile were listed`,
+  );
+  expect(ids.length).toBe(new Set(ids).size);
+  expect(before.every((id) => ids.includes(id))).toBe(true);
+  expect(ids.every((id) => before.includes(id) || during.includes(id))).toBe(true);
+  // A line met as it was being appended is named, never listed half.
+  for (const line of listed.stderr.split('\n').filter((text) => text !== ''))
+    expect(line).toMatch(
+      /^audio-webhooks: left out \d+ archive entr(y|ies) that could not be read \(first: .*: an unfinished line/,
+    );
+  await hooksCalled(app, 900);
+});
+
 it('5,000 archived deliveries replayed by time range: each handled once, in bounded memory', async () => {
   const app = await start(newApp());
   const ids = Array.from({ length: 5000 }, (_unused, i) => `bulk-${i}`);
   await deliverFailures(ids);
   await hooksCalled(app, 5000);
-  await eventually(() => Promise.resolve(archiveFiles(app).length === 5000 ? true : undefined), {
+  await eventually(() => Promise.resolve(archived(app).length === 5000 ? true : undefined), {
     timeoutMs: 60_000,
   });
 
@@ -403,7 +451,7 @@ it('two replays of the same range at once queue each delivery once; the workers 
   const first = await start(app);
   await deliverFailures(ids);
   await hooksCalled(first, 300);
-  await eventually(() => Promise.resolve(archiveFiles(app).length === 300 ? true : undefined));
+  await eventually(() => Promise.resolve(archived(app).length === 300 ? true : undefined));
   first.service.child.kill('SIGTERM');
   await first.service.exited;
 

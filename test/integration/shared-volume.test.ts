@@ -4,6 +4,8 @@ import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { createArchive } from '../../src/archive/archive';
+import { createLocalArchiveArea } from '../../src/storage/local-archive-area';
 
 // Worker pods share AUDIO_DIR (the Kubernetes base's ReadWriteMany claim), and under the Docker
 // image every container's node has the same PID. Two such writers are run here as they would be:
@@ -67,6 +69,53 @@ const { createLocalArchiveArea } = require(join(dist, 'storage', 'local-archive-
   expect(await Promise.all(writers.map(next))).toEqual(['failed 0', 'failed 0']);
   await Promise.all(writers.map((writer) => writer.exited));
   expect(readdirSync(join(dir, '2026-11-24', '09')).sort()).toHaveLength(400);
+});
+
+it('two workers that share a PID archive into one directory at once: each appends to its own segments, every entry is read once', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'aw-shared-segments-'));
+  const script = `${COMMON}
+const { createArchive } = require(join(dist, 'archive', 'archive.js'));
+const { createLocalArchiveArea } = require(join(dist, 'storage', 'local-archive-area.js'));
+(async () => {
+  const archive = createArchive(createLocalArchiveArea(dir));
+  console.log('pid ' + process.pid);
+  await heard();
+  // 500 deliveries at once, in two hours and all 256 buckets: the same segments' folders as the other writer.
+  const results = await Promise.allSettled(
+    Array.from({ length: 500 }, (_u, i) =>
+      archive.record({
+        delivery: { event: 'audio.failed', data: { id: process.argv[3] + '-' + i, error: 'x'.repeat(3000) } },
+        jobId: process.argv[3] + '-job-' + i,
+        receivedAt: i % 2 === 0 ? '2026-11-24T09:30:00.000Z' : '2026-11-24T10:30:00.000Z',
+      }),
+    ),
+  );
+  console.log('failed ' + results.filter((r) => r.status === 'rejected').length);
+})();`;
+  const writers = ['a', 'b'].map((name) =>
+    pidOne(script.replace(/process\.argv\[3\]/g, `'${name}'`), dir),
+  );
+  expect(await Promise.all(writers.map(next))).toEqual(['pid 1', 'pid 1']);
+  for (const writer of writers) writer.tell('go');
+  expect(await Promise.all(writers.map(next))).toEqual(['failed 0', 'failed 0']);
+  await Promise.all(writers.map((writer) => writer.exited));
+  // Read by the archive's reader, as `replay` reads it: all 1,000, none torn, none twice.
+  const unreadable: unknown[] = [];
+  const ids: string[] = [];
+  for await (const entry of createArchive(createLocalArchiveArea(dir)).find({}, (bad) =>
+    unreadable.push(bad),
+  ))
+    ids.push(entry.id);
+  expect(unreadable).toEqual([]);
+  expect(ids).toHaveLength(1000);
+  expect(new Set(ids).size).toBe(1000);
+  // Each writer's own files: two writer names in a bucket folder that both wrote to.
+  const writersIn = (bucket: string) =>
+    new Set(readdirSync(join(dir, '2026-11-24', '09', bucket)).map((name) => name.split('.')[0]));
+  const shared = readdirSync(join(dir, '2026-11-24', '09')).filter(
+    (bucket) => writersIn(bucket).size === 2,
+  );
+  expect(shared.length).toBeGreaterThan(100);
 });
 
 it('a worker starting beside another that shares its PID leaves that one’s download in progress alone', async () => {

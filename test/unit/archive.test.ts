@@ -1,10 +1,16 @@
 import { mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { archivePath, createArchive, type UnreadableEntry } from '../../src/archive/archive';
+import {
+  archivePath,
+  bucketFolder,
+  createArchive,
+  type UnreadableEntry,
+} from '../../src/archive/archive';
 import { parseWhen, replayQuery, type ReplayArgs } from '../../src/cli/replay-command';
 import { UsageError } from '../../src/cli/cli-errors';
 import { archiveSegments } from '../../src/storage/archive-path';
+import type { ArchiveArea } from '../../src/storage/audio-store';
 import { createLocalArchiveArea } from '../../src/storage/local-archive-area';
 
 const NOW = new Date('2026-11-24T10:30:00.000Z');
@@ -82,6 +88,13 @@ describe('the archive layout', () => {
     expect(archiveSegments(path, 'file')).toHaveLength(4);
   });
 
+  it('puts an id in one of 256 buckets by its SHA-256, a folder name no file stem can be', () => {
+    expect(bucketFolder('a')).toBe('~ca/');
+    expect(bucketFolder('../../etc/passwd')).toMatch(/^~[0-9a-f]{2}\/$/);
+    const buckets = new Set(Array.from({ length: 5000 }, (_u, i) => bucketFolder(`item-${i}`)));
+    expect(buckets.size).toBe(256);
+  });
+
   it.each(['../x', 'a/../b', '.hidden', 'a//b', '/abs', 'a\\b'])(
     'refuses the path %j in a store',
     (path) => {
@@ -90,7 +103,12 @@ describe('the archive layout', () => {
   );
 });
 
-describe('an archive in a local folder', () => {
+// The local store's area appends (segments); S3's and a custom store's put whole files (entry
+// files): the same archive, read the same way, over both.
+describe.each([
+  ['segments (an area that appends: the local store)', true],
+  ['entry files (an area that puts whole files only: S3)', false],
+])('an archive in a local folder, as %s', (_layout, appends) => {
   let dir: string;
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'aw-archive-'));
@@ -106,8 +124,19 @@ describe('an archive in a local folder', () => {
     { at: '2026-11-24T09:59:00.000Z', event: 'key.revoked', id: 'weird id/..' },
   ];
 
+  const areaIn = (folder: string): ArchiveArea => {
+    const area = createLocalArchiveArea(folder);
+    if (appends) return area;
+    return {
+      put: (path, body) => area.put(path, body),
+      get: (path) => area.get(path),
+      list: (path, options) => area.list(path, options),
+      remove: (path) => area.remove(path),
+    };
+  };
+
   async function filled() {
-    const archive = createArchive(createLocalArchiveArea(dir));
+    const archive = createArchive(areaIn(dir));
     for (const [index, { at, event, id }] of deliveries.entries())
       await archive.record({
         delivery: { event, data: { id } },
@@ -150,28 +179,119 @@ describe('an archive in a local folder', () => {
     expect(await archive.hours({})).toEqual(['2026-11-23/22/', '2026-11-23/23/', '2026-11-24/09/']);
   });
 
-  it('records the same delivery twice under one name (a re-run job), and keeps the delivery whole', async () => {
+  it('reads a delivery archived twice (a re-run job, here by another worker) once, and keeps it whole', async () => {
     const archive = await filled();
-    await archive.record({
-      delivery: { event: 'audio.ready', data: { id: 'a', extra: { nested: true } } },
-      jobId: 'job-2',
-      receivedAt: '2026-11-24T09:10:00.000Z',
-    });
+    const delivery = { event: 'audio.ready', data: { id: 'a', extra: { nested: true } } };
+    const rerun = { delivery, jobId: 'job-9', receivedAt: '2026-11-24T09:10:00.000Z' };
+    await archive.record(rerun);
+    await createArchive(areaIn(dir)).record(rerun);
+    await archive.record(rerun);
     const entries = [];
     for await (const entry of archive.find({ ids: ['a'] })) entries.push(entry);
-    expect(entries).toHaveLength(2);
-    expect(entries[1]).toEqual({
+    expect(entries.map((entry) => entry.job_id).sort()).toEqual(['job-0', 'job-2', 'job-9']);
+    expect(entries.find((entry) => entry.job_id === 'job-9')).toEqual({
       event: 'audio.ready',
       id: 'a',
       received_at: '2026-11-24T09:10:00.000Z',
-      job_id: 'job-2',
-      delivery: { event: 'audio.ready', data: { id: 'a', extra: { nested: true } } },
+      job_id: 'job-9',
+      delivery,
     });
+    expect(await found(archive, { since: new Date('2026-11-24T09:10:00.000Z') })).toHaveLength(3);
   });
+
+  it('archives many deliveries at once, each whole and found once', async () => {
+    const archive = createArchive(areaIn(dir));
+    const ids = Array.from({ length: 500 }, (_u, i) => `many-${i}`);
+    const text = 'x'.repeat(2000);
+    await Promise.all(
+      ids.map((id, i) =>
+        archive.record({
+          delivery: { event: 'audio.failed', data: { id, error: text } },
+          jobId: `job-${i}`,
+          receivedAt: `2026-11-24T09:${String(i % 60).padStart(2, '0')}:00.000Z`,
+        }),
+      ),
+    );
+    const unreadable: UnreadableEntry[] = [];
+    const entries = [];
+    for await (const entry of archive.find({}, (bad) => unreadable.push(bad))) entries.push(entry);
+    expect(unreadable).toEqual([]);
+    expect(entries.map((entry) => entry.id).sort()).toEqual([...ids].sort());
+    expect(entries.every((entry) => entry.delivery.data.error === text)).toBe(true);
+    expect((await found(archive, { ids: ['many-7', 'many-300'] })).sort()).toEqual([
+      '2026-11-24T09:00:00.000Z many-300',
+      '2026-11-24T09:07:00.000Z many-7',
+    ]);
+  });
+
+  if (appends)
+    it('lines for one segment that arrive while it is being appended to go in one append together', async () => {
+      const area = createLocalArchiveArea(dir);
+      const appended: number[] = [];
+      const archive = createArchive({
+        ...area,
+        append: async (path, body) => {
+          appended.push(Buffer.from(body).toString('utf8').split('\n').length - 1);
+          return area.append?.(path, body);
+        },
+      });
+      // One id, 100 re-runs of its job at once: one bucket, one segment.
+      await Promise.all(
+        Array.from({ length: 100 }, (_u, i) =>
+          archive.record({
+            delivery: { event: 'audio.failed', data: { id: 'same' } },
+            jobId: `job-${i}`,
+            receivedAt: '2026-11-24T09:00:00.000Z',
+          }),
+        ),
+      );
+      expect(appended).toEqual([1, 99]);
+      expect(await found(archive, { ids: ['same'] })).toHaveLength(100);
+    });
+
+  if (appends)
+    it('an append that failed part-way (a full disk) costs its own entries only: the writer moves to a new file', async () => {
+      const area = createLocalArchiveArea(dir);
+      let failNext = true;
+      const archive = createArchive({
+        ...area,
+        append: async (path, body) => {
+          if (!failNext) return area.append?.(path, body);
+          failNext = false;
+          await area.append?.(path, body.subarray(0, 40));
+          throw new Error('ENOSPC: no space left on device');
+        },
+      });
+      const record = (id: string) =>
+        archive.record({
+          delivery: { event: 'audio.failed', data: { id } },
+          jobId: `job-${id}`,
+          receivedAt: '2026-11-24T09:00:00.000Z',
+        });
+      // Two ids of one bucket: without the move, both would go to one file.
+      const [first, second] = ['torn-0', 'torn-4'];
+      expect(bucketFolder(first)).toBe(bucketFolder(second));
+      await expect(record(first)).rejects.toThrow('ENOSPC');
+      await record(second);
+      const unreadable: UnreadableEntry[] = [];
+      const ids: string[] = [];
+      for await (const entry of archive.find({}, (bad) => unreadable.push(bad))) ids.push(entry.id);
+      expect(ids).toEqual([second]);
+      expect(unreadable.map((bad) => bad.reason)).toEqual([
+        'an unfinished line (being appended as it was read, or its writer stopped then)',
+      ]);
+      expect(readdirSync(join(dir, '2026-11-24', '09', bucketFolder(first)))).toHaveLength(2);
+    });
 
   it('reports a file that is not an entry instead of replaying it, and ignores what is not its layout', async () => {
     const archive = await filled();
     const hour = join(dir, '2026-11-24', '09');
+    // A segment whose writer stopped while appending its last line.
+    mkdirSync(join(hour, '~00'));
+    writeFileSync(
+      join(hour, '~00', '20261124T090000000Z-0badf00d.ndjson'),
+      '{"event":"audio.ready","id":"c","received_at":"2026-11-24T09:30:00.000Z","job_id":"j","delivery":{"event":"audio.ready","data":{"id":"c"}}}\n{"event":"aud',
+    );
     mkdirSync(join(hour, 'broken'));
     writeFileSync(join(hour, 'broken', '20261124T092000000Z_job-9.json'), '{"event":');
     writeFileSync(join(hour, 'notes.txt'), 'not an entry');
@@ -182,9 +302,10 @@ describe('an archive in a local folder', () => {
       unreadable.push(bad),
     ))
       ids.push(entry.id);
-    expect(ids.sort()).toEqual(['a', 'weird id/..']);
-    expect(unreadable.map((bad) => bad.path)).toEqual([
-      '2026-11-24/09/broken/20261124T092000000Z_job-9.json',
+    expect(ids.sort()).toEqual(['a', 'c', 'weird id/..']);
+    expect(unreadable.map((bad) => `${bad.path}: ${bad.reason}`).sort()).toEqual([
+      '2026-11-24/09/broken/20261124T092000000Z_job-9.json: SyntaxError: Unexpected end of JSON input',
+      '2026-11-24/09/~00/20261124T090000000Z-0badf00d.ndjson:2: an unfinished line (being appended as it was read, or its writer stopped then)',
     ]);
   });
 
@@ -219,13 +340,13 @@ describe('an archive in a local folder', () => {
     );
   });
 
-  it('an id is looked for in its own folder of each hour, never by listing the hour', async () => {
+  it('an id is looked for in its own folder and bucket of each hour, never by listing the hour', async () => {
     await filled();
-    // An hour of others: a listing of the hour would meet them; the id's folder does not.
+    // An hour of others: a listing of the hour would meet them; the id's folders do not.
     const hour = join(dir, '2026-11-24', '09');
     for (let i = 0; i < 50; i++) mkdirSync(join(hour, `other-${i}`));
     const listed: string[] = [];
-    const area = createLocalArchiveArea(dir);
+    const area = areaIn(dir);
     const watched = createArchive({
       ...area,
       list: (folder, options) => {
@@ -234,10 +355,11 @@ describe('an archive in a local folder', () => {
       },
     });
     expect(await found(watched, { ids: ['a'] })).toHaveLength(2);
-    expect(listed.filter((folder) => folder.split('/').length > 3)).toEqual([
-      '2026-11-23/22/a/',
-      '2026-11-23/23/a/',
-      '2026-11-24/09/a/',
-    ]);
+    expect(listed.filter((folder) => folder.split('/').length > 3)).toEqual(
+      ['2026-11-23/22/', '2026-11-23/23/', '2026-11-24/09/'].flatMap((inHour) => [
+        `${inHour}a/`,
+        `${inHour}~ca/`,
+      ]),
+    );
   });
 });

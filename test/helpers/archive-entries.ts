@@ -1,0 +1,21 @@
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * Every entry under an archive folder (`<AUDIO_DIR>/.archive`), parsed, oldest first, read
+ * straight from the files rather than through the archive's own reader: a file per entry
+ * (`.json`) and a line per entry in segments (`.ndjson`). Unparsable text throws.
+ */
+export function archivedEntries(dir: string): Record<string, unknown>[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((path) => statSync(join(dir, path)).isFile())
+    .flatMap((path) => {
+      const text = readFileSync(join(dir, path), 'utf8');
+      if (path.endsWith('.json')) return [text];
+      if (path.endsWith('.ndjson')) return text.split('\n').filter((line) => line !== '');
+      return [];
+    })
+    .map((text) => JSON.parse(text) as Record<string, unknown>)
+    .sort((a, b) => String(a.received_at).localeCompare(String(b.received_at)));
+}
