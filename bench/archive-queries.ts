@@ -1,12 +1,13 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 /**
  * What `replay` costs over a busy archive: ENTRIES deliveries archived in ONE hour (the receiver
- * takes thousands a second, so an hour can hold millions), then `replay --id` of one of them and
+ * takes thousands a second, so an hour can hold millions) by WRITERS workers, each with the
+ * checkout's own archive writer into AUDIO_DIR's archive, then `replay --id` of one of them and
  * a dry run of the whole hour, each a CLI process of its own, timed with its peak RSS (GNU time's
  * %M). The same two commands over an empty archive are the baseline the growth is measured from.
  * The code measured is the checkout at `root` (its dist/ and bin/), so an older checkout can be
@@ -28,44 +29,57 @@ export interface ArchiveQueriesResult {
 }
 
 const HOUR = '2026-11-24T09';
+/** Worker processes archiving the hour, each through an archive of its own (its own segments). */
+const WRITERS = 4;
+/** Records in flight per writer, as a worker's WORKER_CONCURRENCY jobs archive at once. */
+const RECORDS_IN_FLIGHT = 64;
 const run = promisify(execFile);
+
+/** The parts of a checkout's archive the bench writes through. */
+interface ArchiveModules {
+  createArchive(area: unknown): {
+    record(entry: { delivery: unknown; jobId: string; receivedAt: string }): Promise<void>;
+  };
+  createLocalArchiveArea(root: string): unknown;
+}
 
 export async function runArchiveQueries(
   root = join(__dirname, '..', '..'),
   entries = 200_000,
 ): Promise<ArchiveQueriesResult> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the checkout measured is chosen at run time
-  const { archivePath } = require(join(root, 'dist', 'archive', 'archive.js')) as {
-    archivePath: (receivedAt: string, jobId: string, id: string) => string;
+  /* eslint-disable @typescript-eslint/no-require-imports -- the checkout measured is chosen at run time */
+  const modules = {
+    ...(require(join(root, 'dist', 'archive', 'archive.js')) as Pick<
+      ArchiveModules,
+      'createArchive'
+    >),
+    ...(require(join(root, 'dist', 'storage', 'local-archive-area.js')) as Pick<
+      ArchiveModules,
+      'createLocalArchiveArea'
+    >),
   };
+  /* eslint-enable @typescript-eslint/no-require-imports */
   const dir = mkdtempSync(join(tmpdir(), 'aw-bench-archive-'));
   const empty = mkdtempSync(join(tmpdir(), 'aw-bench-archive-empty-'));
   try {
     process.stderr.write(`archive queries: writing ${entries} entries into one hour\n`);
-    const made = new Set<string>();
-    for (let i = 0; i < entries; i++) {
-      const ms = Math.floor((i * 3_600_000) / entries);
-      const receivedAt = new Date(Date.parse(`${HOUR}:00:00.000Z`) + ms).toISOString();
-      const id = `item-${i}`;
-      const jobId = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
-      const path = join(dir, '.archive', archivePath(receivedAt, jobId, id));
-      const folder = dirname(path);
-      if (!made.has(folder)) {
-        mkdirSync(folder, { recursive: true });
-        made.add(folder);
+    const writers = Array.from({ length: WRITERS }, () =>
+      modules.createArchive(modules.createLocalArchiveArea(join(dir, '.archive'))),
+    );
+    let next = 0;
+    const record = async () => {
+      for (let i = next++; i < entries; i = next++) {
+        const ms = Math.floor((i * 3_600_000) / entries);
+        const receivedAt = new Date(Date.parse(`${HOUR}:00:00.000Z`) + ms).toISOString();
+        const id = `item-${i}`;
+        await writers[i % WRITERS]?.record({
+          delivery: { event: 'audio.failed', data: { id } },
+          jobId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+          receivedAt,
+        });
       }
-      const delivery = { event: 'audio.failed', data: { id } };
-      writeFileSync(
-        path,
-        JSON.stringify({
-          event: 'audio.failed',
-          id,
-          received_at: receivedAt,
-          job_id: jobId,
-          delivery,
-        }),
-      );
-    }
+    };
+    await Promise.all(Array.from({ length: WRITERS * RECORDS_IN_FLIGHT }, record));
     const cli = async (audioDir: string, args: string[]) => {
       const started = performance.now();
       const { stdout, stderr } = await run(

@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { archivedEntries } from '../test/helpers/archive-entries.js';
 import { freePort } from '../test/helpers/private-redis.js';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
 import { cpuSecondsOf, postDeliveries, spawnWholeService, stop, watchSettledJobs } from './lib.js';
@@ -142,18 +143,16 @@ export async function runEndToEnd(
   };
 }
 
+/** A run's stored items per second, rounded. */
+export const perSecond = (run: EndToEndResult) => Math.round(run.audioFiles / run.seconds);
+
 /** The store's top level holds the items' files; the archive's entries are under `.archive/`. */
 function countFiles(audioDir: string): StoredCounts {
   const top = readdirSync(audioDir);
-  const archive = existsSync(join(audioDir, '.archive'))
-    ? readdirSync(join(audioDir, '.archive'), { recursive: true }).filter((name) =>
-        String(name).endsWith('.json'),
-      ).length
-    : 0;
   return {
     audio: top.filter((f) => f.endsWith('.mp3')).length,
     metadata: top.filter((f) => f.endsWith('.json')).length,
-    archive,
+    archive: archivedEntries(join(audioDir, '.archive')).length,
   };
 }
 
@@ -187,7 +186,7 @@ export async function sweepConcurrency(
     runs.push({
       concurrency,
       seconds: run.seconds,
-      filesPerSecond: Math.round(run.audioFiles / run.seconds),
+      filesPerSecond: perSecond(run),
     });
   }
   const fastest = Math.min(...runs.map((r) => r.seconds));

@@ -1,6 +1,6 @@
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
 import { startThreeDestinations } from '../test/helpers/forward-destinations.js';
-import { runEndToEnd, type EndToEndResult } from './end-to-end.js';
+import { perSecond, runEndToEnd, type EndToEndResult } from './end-to-end.js';
 import { ratio } from './lib.js';
 
 export interface ForwardingResult {
@@ -55,7 +55,6 @@ export async function runForwarding(
       });
       runs.push({ forwarding, run });
     }
-    const perSecond = (run: EndToEndResult) => Math.round(run.audioFiles / run.seconds);
     const best = (forwarding: boolean) =>
       runs
         .filter((r) => r.forwarding === forwarding)

@@ -5,10 +5,11 @@
  * PASS/FAIL per target and writes the same figures to bench/results.json. It never fails a
  * build: its exit code is 0 whatever the figures, 1 only when it could not run.
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { archivedEntries } from '../test/helpers/archive-entries.js';
 import { startLocalCdn } from '../test/helpers/local-cdn.js';
 import { freePort, startPrivateRedis } from '../test/helpers/private-redis.js';
 import { runDownloads } from './downloads.js';
@@ -211,11 +212,7 @@ async function archiveCost(redisUrl: string) {
         `http://127.0.0.1:${port}/webhooks`,
         receiver.pid,
       );
-      const archived = existsSync(join(audioDir, '.archive'))
-        ? readdirSync(join(audioDir, '.archive'), { recursive: true }).filter((name) =>
-            String(name).endsWith('.json'),
-          ).length
-        : 0;
+      const archived = archivedEntries(join(audioDir, '.archive')).length;
       return { ...measured, archived };
     } finally {
       await stop(receiver);
@@ -344,6 +341,8 @@ function storesSection(
     `## Stores side by side (${stores.local.deliveries} deliveries, ${stores.local.duplicates} duplicates, 64 KB; WORKER_CONCURRENCY=${stores.workerConcurrency} local, ${stores.s3Concurrency.best} S3)`,
     '',
     `WORKER_CONCURRENCY for S3, measured with ${stores.s3Concurrency.deliveries} deliveries each: ${stores.s3Concurrency.runs.map((r) => `${r.concurrency} → ${r.filesPerSecond} items/s`).join(', ')}; fastest: ${stores.s3Concurrency.best}`,
+    '',
+    `The local runs, three rounds in different orders, items/s (the median of each is in the table): naive ${stores.localRounds.naive.join(', ')}; service ${stores.localRounds.local.join(', ')}; service, archive off ${stores.localRounds.localNoArchive.join(', ')}`,
     '',
     '| worker | seconds | items/s | × its naive worker | audio / metadata / archive stored | failed jobs | worker CPU s | worker CPU ms per item |',
     '|---|---|---|---|---|---|---|---|',
