@@ -20,15 +20,24 @@ import type { Delivery } from '../webhooks/define-event.js';
  *   An id is found by reading its bucket's files in each hour (1/256 of the hour). An entry costs
  *   one append to a file that exists, where a file per entry cost two new inodes (a folder and
  *   the file), the largest part of the archive's price in the bench (docs/performance.md).
- * - **Entry files**, in an area that writes whole objects only (S3; a custom store's): one small
- *   JSON file per delivery, by item, so an id is found by listing one small folder per hour:
+ * - **Batches**, in an area that writes whole objects only (S3; a custom store's): the entries a
+ *   writer archives within BATCH_LINGER_MS of each other, as lines of one object of the hour,
+ *   whose name says which of the 256 buckets its lines' ids fall in (a bitmap, in hex):
  *
- *       .archive/2026-11-24/09/<file stem>/20261124T091502123Z_<job id>.json
+ *       .archive/2026-11-24/09/~batches/20261125T061502123Z-1a2b3c4d-17.<64 hex>.ndjson
+ *
+ *   An entry costs a share of one PUT, where an object per entry cost a PUT each: on S3 every
+ *   request is paid for twice, in the worker's CPU (the SDK's signing and middleware) and in the
+ *   store's (docs/performance.md). The job's own download and store take longer than the linger,
+ *   and the write starts with the job, so the wait is hidden. An id is found by listing each
+ *   hour's batches and reading those whose name holds its bucket.
+ * - **Entry files**, written by versions before the batches (still read): one small JSON file per
+ *   delivery, by item: `.archive/2026-11-24/09/<file stem>/20261124T091502123Z_<job id>.json`.
  *
  * Paths are made of the receipt time, the job id, the id's hash or file stem
  * (storage/file-name.ts) and a writer's random name, never of a delivery's text. The same
- * delivery archived twice (a job re-run) is read once: entry files by their path, segment lines
- * by their job id within their bucket. Entries of the first layout
+ * delivery archived twice (a job re-run) is read once: entry files by their path, lines by their
+ * job id within their bucket (segments) or hour (batches). Entries of the first layout
  * (`<hour>/<time>_<job id>_<stem>.json`) are still read by ranges.
  */
 
@@ -66,6 +75,17 @@ const FIRST_LAYOUT_ENTRY = /^(\d{8}T\d{9}Z)_[A-Za-z0-9-]{1,64}_([^/]+)\.json$/;
 const PLAIN_JOB_ID = /^[A-Za-z0-9-]{1,64}$/;
 /** `~<bucket>/<writer>.ndjson`, relative to its hour: `~` and two hex digits are never a stem. */
 const SEGMENT = /^(~[0-9a-f]{2})\/\d{8}T\d{9}Z-[0-9a-f]{8}\.ndjson$/;
+/** The batches' folder in an hour: `~` is never a stem's first character. */
+const BATCHES = '~batches/';
+/** `~batches/<writer>-<sequence>.<buckets>.ndjson`, relative to its hour. */
+const BATCH = /^~batches\/\d{8}T\d{9}Z-[0-9a-f]{8}-\d{1,15}\.([0-9a-f]{64})\.ndjson$/;
+/**
+ * How long an entry waits for others to share its batch's PUT, and the most lines a batch holds.
+ * 50 ms: an S3 job's download and two PUTs take longer (the bench's took 20–200 ms), and its
+ * archive write starts with it. A batch is a few hundred KB at most.
+ */
+const BATCH_LINGER_MS = 50;
+const BATCH_MAX_LINES = 500;
 /**
  * Archive files read at once while a query runs: what a query holds is these and a listing page.
  * A segment holds a writer's share of 1/256 of an hour (about 800 entries, 0.5 MB, for a writer
@@ -137,7 +157,7 @@ function jobSegment(jobId: string): string {
     : createHash('sha256').update(jobId, 'utf8').digest('hex').slice(0, 32);
 }
 
-/** The path of a delivery's archive file. */
+/** The path of a delivery's entry file (the layout before batches: still read, no longer written). */
 export function archivePath(receivedAt: string, jobId: string, id: string): string {
   const date = new Date(receivedAt);
   if (Number.isNaN(date.getTime())) throw new Error(`not a time: ${JSON.stringify(receivedAt)}`);
@@ -145,9 +165,20 @@ export function archivePath(receivedAt: string, jobId: string, id: string): stri
   return `${hourFolder(iso)}${fileStem(id)}/${compactTime(date)}_${jobSegment(jobId)}.json`;
 }
 
-/** The folder of an id's bucket within its hour: `~` and the first byte of its SHA-256, in hex. */
+/** An id's bucket, 0–255: the first byte of its SHA-256. */
+function bucketOf(id: string): number {
+  return createHash('sha256').update(id, 'utf8').digest()[0] ?? 0;
+}
+
+/** The folder of an id's bucket within its hour: `~` and its bucket in two hex digits. */
 export function bucketFolder(id: string): string {
-  return `~${createHash('sha256').update(id, 'utf8').digest('hex').slice(0, 2)}/`;
+  return `~${bucketOf(id).toString(16).padStart(2, '0')}/`;
+}
+
+/** Whether a batch's bitmap (64 hex digits, bucket b at bit b % 8 of byte b / 8) holds `bucket`. */
+function holdsBucket(bitmap: string, bucket: number): boolean {
+  const byte = Number.parseInt(bitmap.slice((bucket >> 3) * 2, (bucket >> 3) * 2 + 2), 16);
+  return (byte & (1 << (bucket & 7))) !== 0;
 }
 
 /** A writer's name for its segments: when it started, and 32 random bits. */
@@ -194,6 +225,60 @@ function segmentWriter(append: NonNullable<ArchiveArea['append']>) {
   };
 }
 
+/**
+ * Puts lines as batches: the lines of one hour that arrive within `lingerMs` of the first go in
+ * one object, written whole by one PUT (BATCH_MAX_LINES end a batch sooner); each record resolves
+ * once its batch is written, and a batch that fails fails its records only. Each batch is a new
+ * object (the writer's name and a sequence number), so writers never meet.
+ */
+function batchWriter(put: ArchiveArea['put'], lingerMs: number) {
+  const writer = writerName();
+  let sequence = 0;
+  const open = new Map<string, OpenBatch>();
+  const start = (hour: string): OpenBatch => {
+    let due = () => {};
+    const closed = new Promise<void>((resolve) => (due = resolve));
+    const timer = setTimeout(due, lingerMs);
+    const lines: string[] = [];
+    const buckets = Buffer.alloc(32);
+    const batch: OpenBatch = {
+      lines,
+      buckets,
+      close() {
+        clearTimeout(timer);
+        due();
+      },
+      written: closed.then(async () => {
+        if (open.get(hour) === batch) open.delete(hour);
+        sequence++;
+        const name = `${hour}${BATCHES}${writer}-${sequence}.${buckets.toString('hex')}.ndjson`;
+        await put(name, Buffer.from(lines.join(''), 'utf8'));
+      }),
+    };
+    open.set(hour, batch);
+    return batch;
+  };
+  return async (hour: string, bucket: number, line: string) => {
+    const batch = open.get(hour) ?? start(hour);
+    batch.lines.push(line);
+    batch.buckets[bucket >> 3] = (batch.buckets[bucket >> 3] ?? 0) | (1 << (bucket & 7));
+    if (batch.lines.length >= BATCH_MAX_LINES) {
+      open.delete(hour);
+      batch.close();
+    }
+    await batch.written;
+  };
+}
+
+interface OpenBatch {
+  readonly lines: string[];
+  /** The bitmap of the buckets its lines' ids fall in. */
+  readonly buckets: Buffer;
+  /** Ends the linger: the batch is written now. */
+  close(): void;
+  readonly written: Promise<void>;
+}
+
 /** The hour folder a time falls in: `2026-11-24T09:15:02.123Z` → `2026-11-24/09/`. */
 export function hourFolder(time: string): string {
   const iso = new Date(time).toISOString();
@@ -209,11 +294,17 @@ function entryName(name: string): { stem: string; time: number } | undefined {
   return undefined;
 }
 
-/** A file a query reads: an entry file, or a segment of many entries. */
+/** A file a query reads: an entry file, or a segment or batch of many entries (lines). */
 interface Candidate {
   readonly path: string;
-  /** A segment's bucket folder (`2026-11-24/09/~3f/`); undefined for an entry file. */
-  readonly bucket?: string;
+  /**
+   * Where a re-run's line lands beside its first run's, for a file of lines: a segment's bucket
+   * folder (`2026-11-24/09/~3f/`), a batch's hour (`2026-11-24/09/~batches/`); undefined for an
+   * entry file.
+   */
+  readonly scope?: string;
+  /** A segment: large, so fewer are read at once. */
+  readonly segment?: true;
 }
 
 type Read = ArchivedDelivery | { unreadable: UnreadableEntry };
@@ -232,10 +323,11 @@ function parseEntry(path: string, text: string): Read {
 }
 
 /**
- * A segment's entries, one per line. A last line without its newline is being appended as it is
- * read, or was when its writer stopped (a crash, a full disk): reported, never replayed.
+ * A segment's or a batch's entries, one per line. A last line without its newline is being
+ * appended as it is read, or was when its writer stopped (a crash, a full disk): reported, never
+ * replayed. (A batch is written whole, so never has one.)
  */
-function parseSegment(path: string, bytes: Uint8Array): Read[] {
+function parseLines(path: string, bytes: Uint8Array): Read[] {
   const lines = Buffer.from(bytes).toString('utf8').split('\n');
   const last = lines.pop() ?? '';
   const entries = lines.map((line, at) => parseEntry(`${path}:${at + 1}`, line));
@@ -262,7 +354,12 @@ async function isEmpty(listing: AsyncIterable<string>): Promise<boolean> {
   return true;
 }
 
-export function createArchive(area: ArchiveArea): Archive {
+export interface ArchiveOptions {
+  /** How long an entry waits for others to share its batch (areas without append). @defaultValue 50 ms */
+  readonly batchLingerMs?: number;
+}
+
+export function createArchive(area: ArchiveArea, options: ArchiveOptions = {}): Archive {
   /** The hour folders that may hold entries in [since, until], oldest first. */
   async function hoursBetween(since: number, until: number): Promise<string[]> {
     const days = (await names(area.list('')))
@@ -291,15 +388,17 @@ export function createArchive(area: ArchiveArea): Archive {
 
   /**
    * The files a query selects by name, one at a time: with ids, in each hour, each id's own
-   * folder of entry files and its bucket's segments (a listing of a few names each); else every
-   * file of each hour, streamed (a folder's files together: a bucket's segments are consecutive).
+   * folder of entry files, its bucket's segments and the batches whose names hold its bucket (a
+   * listing of a few names each, and the hour's batches); else every file of each hour, streamed
+   * (a folder's files together: a bucket's segments, an hour's batches, are consecutive).
    */
   async function* candidates(query: ArchiveQuery): AsyncGenerator<Candidate> {
     const { since, until } = range(query);
     const folders =
       query.ids === undefined
         ? undefined
-        : [...new Set(query.ids.flatMap((id) => [`${fileStem(id)}/`, bucketFolder(id)]))];
+        : [...new Set(query.ids.flatMap((id) => [`${fileStem(id)}/`, bucketFolder(id)])), BATCHES];
+    const buckets = query.ids?.map(bucketOf);
     for (const hour of await hoursBetween(since, until)) {
       const listings =
         folders === undefined
@@ -314,7 +413,14 @@ export function createArchive(area: ArchiveArea): Archive {
           const inHour = path.slice(hour.length);
           const segment = SEGMENT.exec(inHour);
           if (segment !== null) {
-            yield { path, bucket: `${hour}${segment[1] ?? ''}/` };
+            yield { path, scope: `${hour}${segment[1] ?? ''}/`, segment: true };
+            continue;
+          }
+          const batch = BATCH.exec(inHour);
+          if (batch !== null) {
+            const bitmap = batch[1] ?? '';
+            if (buckets === undefined || buckets.some((bucket) => holdsBucket(bitmap, bucket)))
+              yield { path, scope: `${hour}${BATCHES}` };
             continue;
           }
           const entry = entryName(inHour);
@@ -329,11 +435,12 @@ export function createArchive(area: ArchiveArea): Archive {
     const bytes = await area.get(candidate.path);
     // Swept meanwhile (another process's retention sweep): not an entry any more.
     if (bytes === undefined) return [{ unreadable: { path: candidate.path, reason: 'gone' } }];
-    if (candidate.bucket !== undefined) return parseSegment(candidate.path, bytes);
+    if (candidate.scope !== undefined) return parseLines(candidate.path, bytes);
     return [parseEntry(candidate.path, Buffer.from(bytes).toString('utf8'))];
   }
 
   const append = area.append === undefined ? undefined : segmentWriter(area.append.bind(area));
+  const putInBatch = batchWriter(area.put.bind(area), options.batchLingerMs ?? BATCH_LINGER_MS);
 
   return {
     async record({ delivery, jobId, receivedAt }) {
@@ -345,10 +452,9 @@ export function createArchive(area: ArchiveArea): Archive {
         delivery,
       };
       const text = JSON.stringify(entry);
-      if (append !== undefined)
-        await append(`${hourFolder(receivedAt)}${bucketFolder(entry.id)}`, `${text}\n`);
-      else
-        await area.put(archivePath(receivedAt, jobId, delivery.data.id), Buffer.from(text, 'utf8'));
+      const hour = hourFolder(receivedAt);
+      if (append !== undefined) await append(`${hour}${bucketFolder(entry.id)}`, `${text}\n`);
+      else await putInBatch(hour, bucketOf(entry.id), `${text}\n`);
     },
 
     hours(query) {
@@ -363,43 +469,44 @@ export function createArchive(area: ArchiveArea): Archive {
       const wanted = (entry: ArchivedDelivery) =>
         (ids === undefined || ids.has(entry.id)) &&
         (query.event === undefined || entry.event === query.event);
-      // A job re-run appends its entry again, in the same bucket of the same hour (by its id and
-      // its receipt time): the job ids of the bucket being read are all that is held. An entry
-      // file's time is in its name, checked before it was read; a segment line's, here.
-      let bucket: string | undefined;
-      let jobsInBucket = new Set<string>();
-      const newInBucket = (entry: ArchivedDelivery, inBucket: string) => {
-        if (inBucket !== bucket) {
-          bucket = inBucket;
-          jobsInBucket = new Set();
+      // A job re-run writes its entry again, in the same scope (its id's bucket of the hour it was
+      // received, or that hour's batches): the job ids of the scope being read are all that is
+      // held (the wanted ones of an hour, for batches). An entry file's time is in its name,
+      // checked before it was read; a line's, here.
+      let scope: string | undefined;
+      let jobsInScope = new Set<string>();
+      const newInScope = (entry: ArchivedDelivery, inScope: string) => {
+        if (inScope !== scope) {
+          scope = inScope;
+          jobsInScope = new Set();
         }
         const time = Date.parse(entry.received_at);
-        if (time < since || time > until || jobsInBucket.has(entry.job_id)) return false;
-        jobsInBucket.add(entry.job_id);
+        if (time < since || time > until || jobsInScope.has(entry.job_id)) return false;
+        jobsInScope.add(entry.job_id);
         return true;
       };
-      const readBatch = async function* (batch: Candidate[]) {
-        const files = await Promise.all(batch.map(read));
-        for (const [at, entries] of files.entries()) {
-          const inBucket = batch[at]?.bucket;
+      const readAll = async function* (files: Candidate[]) {
+        const contents = await Promise.all(files.map(read));
+        for (const [at, entries] of contents.entries()) {
+          const inScope = files[at]?.scope;
           for (const entry of entries) {
             if ('unreadable' in entry) onUnreadable?.(entry.unreadable);
-            else if (wanted(entry) && (inBucket === undefined || newInBucket(entry, inBucket)))
+            else if (wanted(entry) && (inScope === undefined || newInScope(entry, inScope)))
               yield entry;
           }
         }
       };
-      let batch: Candidate[] = [];
+      let files: Candidate[] = [];
       let segments = 0;
       for await (const candidate of candidates(query)) {
-        batch.push(candidate);
-        if (candidate.bucket !== undefined) segments++;
-        if (batch.length < READS_IN_FLIGHT && segments < SEGMENT_READS_IN_FLIGHT) continue;
-        yield* readBatch(batch);
-        batch = [];
+        files.push(candidate);
+        if (candidate.segment === true) segments++;
+        if (files.length < READS_IN_FLIGHT && segments < SEGMENT_READS_IN_FLIGHT) continue;
+        yield* readAll(files);
+        files = [];
         segments = 0;
       }
-      yield* readBatch(batch);
+      yield* readAll(files);
     },
 
     async sweep(retentionHours, now = new Date()) {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 /**
  * Every entry under an archive folder (`<AUDIO_DIR>/.archive`), parsed, oldest first, read
  * straight from the files rather than through the archive's own reader: a file per entry
- * (`.json`) and a line per entry in segments (`.ndjson`). Unparsable text throws.
+ * (`.json`) and a line per entry in segments and batches (`.ndjson`). Unparsable text throws.
  */
 export function archivedEntries(dir: string): Record<string, unknown>[] {
   if (!existsSync(dir)) return [];

@@ -103,11 +103,11 @@ describe('the archive layout', () => {
   );
 });
 
-// The local store's area appends (segments); S3's and a custom store's put whole files (entry
-// files): the same archive, read the same way, over both.
+// The local store's area appends (segments); S3's and a custom store's put whole files
+// (batches): the same archive, read the same way, over both.
 describe.each([
   ['segments (an area that appends: the local store)', true],
-  ['entry files (an area that puts whole files only: S3)', false],
+  ['batches (an area that puts whole files only: S3)', false],
 ])('an archive in a local folder, as %s', (_layout, appends) => {
   let dir: string;
   beforeEach(() => {
@@ -283,6 +283,75 @@ describe.each([
       expect(readdirSync(join(dir, '2026-11-24', '09', bucketFolder(first)))).toHaveLength(2);
     });
 
+  if (!appends)
+    it('entries within the linger share one PUT, named by the buckets it holds; an id reads only the batches holding its bucket', async () => {
+      const area = areaIn(dir);
+      const puts: string[] = [];
+      const read: string[] = [];
+      const archive = createArchive({
+        ...area,
+        put: (path, body) => {
+          puts.push(path);
+          return area.put(path, body);
+        },
+        get: (path) => {
+          read.push(path);
+          return area.get(path);
+        },
+      });
+      const record = (id: string, at: string) =>
+        archive.record({
+          delivery: { event: 'audio.failed', data: { id } },
+          jobId: `job-${id}`,
+          receivedAt: at,
+        });
+      // 'a' is in bucket 0xca, 'b' in 0x3e: the first two share a batch; the third, of another
+      // hour, has its own; the fourth comes after the first batch was written.
+      await Promise.all([
+        record('a', '2026-11-24T09:00:00.000Z'),
+        record('b', '2026-11-24T09:30:00.000Z'),
+        record('c', '2026-11-24T10:00:00.000Z'),
+      ]);
+      await record('d', '2026-11-24T09:45:00.000Z');
+      expect(puts).toHaveLength(3);
+      const [shared] = puts;
+      const bitmap = /\.([0-9a-f]{64})\.ndjson$/.exec(shared ?? '')?.[1] ?? '';
+      const held = Buffer.from(bitmap, 'hex');
+      const set = [...held].flatMap((byte, at) =>
+        Array.from({ length: 8 }, (_u, bit) => ((byte >> bit) & 1 ? at * 8 + bit : [])).flat(),
+      );
+      expect(set.map((bucket) => `~${bucket.toString(16).padStart(2, '0')}/`).sort()).toEqual(
+        [bucketFolder('a'), bucketFolder('b')].sort(),
+      );
+      expect(await found(archive, { ids: ['a'] })).toEqual(['2026-11-24T09:00:00.000Z a']);
+      expect(read).toEqual([shared]);
+    });
+
+  if (!appends)
+    it('a batch whose PUT failed fails its own entries only', async () => {
+      const area = areaIn(dir);
+      let failNext = true;
+      const archive = createArchive({
+        ...area,
+        put: async (path, body) => {
+          if (!failNext) return area.put(path, body);
+          failNext = false;
+          throw new Error('503 Slow Down');
+        },
+      });
+      const record = (id: string) =>
+        archive.record({
+          delivery: { event: 'audio.failed', data: { id } },
+          jobId: `job-${id}`,
+          receivedAt: '2026-11-24T09:00:00.000Z',
+        });
+      const first = [record('x'), record('y')];
+      await expect(Promise.all(first)).rejects.toThrow('503 Slow Down');
+      await expect(first[1]).rejects.toThrow('503 Slow Down');
+      await record('z');
+      expect(await found(archive, {})).toEqual(['2026-11-24T09:00:00.000Z z']);
+    });
+
   it('reports a file that is not an entry instead of replaying it, and ignores what is not its layout', async () => {
     const archive = await filled();
     const hour = join(dir, '2026-11-24', '09');
@@ -340,6 +409,32 @@ describe.each([
     );
   });
 
+  it('still reads entry files (<hour>/<stem>/<time>_<job>.json, before batches) by id and by range', async () => {
+    const archive = await filled();
+    const entry = (jobId: string) => ({
+      event: 'audio.ready',
+      id: 'earlier',
+      received_at: '2026-11-24T09:20:00.000Z',
+      job_id: jobId,
+      delivery: { event: 'audio.ready', data: { id: 'earlier' } },
+    });
+    const area = areaIn(dir);
+    for (const jobId of ['job-e1', 'job-e2', 'job-e1'])
+      await area.put(
+        archivePath('2026-11-24T09:20:00.000Z', jobId, 'earlier'),
+        Buffer.from(JSON.stringify(entry(jobId))),
+      );
+    expect(await found(archive, { ids: ['earlier'] })).toEqual([
+      '2026-11-24T09:20:00.000Z earlier',
+      '2026-11-24T09:20:00.000Z earlier',
+    ]);
+    expect(
+      (await found(archive, { since: new Date('2026-11-24T09:15:00Z') })).filter((row) =>
+        row.endsWith(' earlier'),
+      ),
+    ).toHaveLength(2);
+  });
+
   it('an id is looked for in its own folder and bucket of each hour, never by listing the hour', async () => {
     await filled();
     // An hour of others: a listing of the hour would meet them; the id's folders do not.
@@ -359,6 +454,7 @@ describe.each([
       ['2026-11-23/22/', '2026-11-23/23/', '2026-11-24/09/'].flatMap((inHour) => [
         `${inHour}a/`,
         `${inHour}~ca/`,
+        `${inHour}~batches/`,
       ]),
     );
   });
