@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { archivedEntries } from '../test/helpers/archive-entries.js';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
 import { freePort, startPrivateRedis } from '../test/helpers/private-redis.js';
 import { cpuSecondsOf, postDeliveries, spawnService, stop, watchSettledJobs } from './lib.js';
@@ -33,7 +34,7 @@ export interface CapacityResult {
     readonly completedJob: number;
     /** used_memory growth per delivery while they all waited. */
     readonly usedMemoryPerWaitingDelivery: number;
-    /** An archive entry's file (in the audio store, not in Redis). */
+    /** An archive entry's bytes (in the audio store, not in Redis): the files' over the entries. */
     readonly archiveEntry: number;
   };
   /** Deliveries per second one Redis core carries, receiver and worker together. */
@@ -166,21 +167,17 @@ export async function runCapacity(cdn: LocalCdn, deliveries = 5000): Promise<Cap
     const completedJob = Number(
       await redis.memory('USAGE', `${prefix}:deliveries:${waitingJobId ?? ''}`),
     );
+    // The archive's bytes per entry: its files' bytes over the entries they hold (a segment
+    // holds many; counting `.json` files found none once entries became lines).
     const archive = join(audioDir, '.archive');
-    const entries = existsSync(archive)
-      ? readdirSync(archive, { recursive: true })
-          .map(String)
-          .filter((name) => name.endsWith('.json'))
-      : [];
-    const archiveEntry =
-      entries.length === 0
-        ? 0
-        : Math.round(
-            entries
-              .slice(0, 100)
-              .reduce((sum, name) => sum + statSync(join(archive, name)).size, 0) /
-              Math.min(100, entries.length),
-          );
+    const archiveBytes = existsSync(archive)
+      ? readdirSync(archive, { recursive: true, encoding: 'utf8' })
+          .map((name) => statSync(join(archive, name)))
+          .filter((stat) => stat.isFile())
+          .reduce((sum, stat) => sum + stat.size, 0)
+      : 0;
+    const archived = archivedEntries(archive).length;
+    const archiveEntry = archived === 0 ? 0 : Math.round(archiveBytes / archived);
     const perDelivery = receiverShare.redisCpuMsPer1000 + workerShare.redisCpuMsPer1000;
     return {
       deliveries,

@@ -248,7 +248,7 @@ async function archiveCost(redisUrl: string) {
 }
 
 function archiveLine(cost: Awaited<ReturnType<typeof archiveCost>>): string {
-  return `receiver per CPU second with a worker archiving every delivery it takes: ${cost.onPerCpuSecond} (${cost.onPerSecond}/s; ${cost.archived} archive files written per run) against ${cost.offPerCpuSecond} with ARCHIVE_RETENTION_HOURS=0 (${cost.offPerSecond}/s; ${cost.archivedWhenOff} written), medians of three alternated runs each (${cost.runs.join(', ')}): ratio ${cost.ratio}`;
+  return `receiver per CPU second with a worker archiving every delivery it takes: ${cost.onPerCpuSecond} (${cost.onPerSecond}/s; ${cost.archived} archive entries written per run) against ${cost.offPerCpuSecond} with ARCHIVE_RETENTION_HOURS=0 (${cost.offPerSecond}/s; ${cost.archivedWhenOff} written), medians of three alternated runs each (${cost.runs.join(', ')}): ratio ${cost.ratio}`;
 }
 
 function archiveQueriesLine(q: ArchiveQueriesResult): string {
@@ -480,7 +480,7 @@ async function main(): Promise<void> {
         `${stores.localCpuToNaive} (${stores.local.workerCpuMsPerItem} / ${stores.naive.workerCpuMsPerItem} ms; S3 ${stores.s3.workerCpuMsPerItem} ms, naive S3 ${stores.naiveS3.workerCpuMsPerItem} ms)`,
       ],
       [
-        'end to end into S3: 9,000 audio, 9,000 metadata and 9,000 archive objects, 0 failed jobs',
+        'end to end into S3: 9,000 audio, 9,000 metadata objects and 9,000 archive entries, 0 failed jobs',
         stores.s3.audioFiles === 9000 &&
           stores.s3.metadataFiles === 9000 &&
           stores.s3.archiveEntries === 9000 &&
