@@ -146,6 +146,18 @@ describe.each([
     return archive;
   }
 
+  /** An audio.failed delivery of `id`, by job `job-<id>`. */
+  const recordFailure = (
+    archive: ReturnType<typeof createArchive>,
+    id: string,
+    receivedAt = '2026-11-24T09:00:00.000Z',
+  ) =>
+    archive.record({
+      delivery: { event: 'audio.failed', data: { id } },
+      jobId: `job-${id}`,
+      receivedAt,
+    });
+
   const found = async (
     archive: ReturnType<typeof createArchive>,
     query: Parameters<ReturnType<typeof createArchive>['find']>[0],
@@ -262,12 +274,7 @@ describe.each([
           throw new Error('ENOSPC: no space left on device');
         },
       });
-      const record = (id: string) =>
-        archive.record({
-          delivery: { event: 'audio.failed', data: { id } },
-          jobId: `job-${id}`,
-          receivedAt: '2026-11-24T09:00:00.000Z',
-        });
+      const record = (id: string) => recordFailure(archive, id);
       // Two ids of one bucket: without the move, both would go to one file.
       const [first, second] = ['torn-0', 'torn-4'];
       expect(bucketFolder(first)).toBe(bucketFolder(second));
@@ -299,12 +306,7 @@ describe.each([
           return area.get(path);
         },
       });
-      const record = (id: string, at: string) =>
-        archive.record({
-          delivery: { event: 'audio.failed', data: { id } },
-          jobId: `job-${id}`,
-          receivedAt: at,
-        });
+      const record = (id: string, at: string) => recordFailure(archive, id, at);
       // 'a' is in bucket 0xca, 'b' in 0x3e: the first two share a batch; the third, of another
       // hour, has its own; the fourth comes after the first batch was written.
       await Promise.all([
@@ -339,12 +341,7 @@ describe.each([
           throw new Error('503 Slow Down');
         },
       });
-      const record = (id: string) =>
-        archive.record({
-          delivery: { event: 'audio.failed', data: { id } },
-          jobId: `job-${id}`,
-          receivedAt: '2026-11-24T09:00:00.000Z',
-        });
+      const record = (id: string) => recordFailure(archive, id);
       const first = [record('x'), record('y')];
       await expect(Promise.all(first)).rejects.toThrow('503 Slow Down');
       await expect(first[1]).rejects.toThrow('503 Slow Down');
