@@ -72,10 +72,9 @@ const HOUR_FOLDER = /^(\d{2})\/$/;
 const ENTRY = /^([^/]+)\/(\d{8}T\d{9}Z)_[A-Za-z0-9-]{1,64}\.json$/;
 /** The first layout's `<time>_<job id>_<stem>.json`, directly in the hour. */
 const FIRST_LAYOUT_ENTRY = /^(\d{8}T\d{9}Z)_[A-Za-z0-9-]{1,64}_([^/]+)\.json$/;
-const PLAIN_JOB_ID = /^[A-Za-z0-9-]{1,64}$/;
 /** `~<bucket>/<writer>.ndjson`, relative to its hour: `~` and two hex digits are never a stem. */
 const SEGMENT = /^(~[0-9a-f]{2})\/\d{8}T\d{9}Z-[0-9a-f]{8}\.ndjson$/;
-/** The batches' folder in an hour: `~` is never a stem's first character. */
+/** The batches' folder in an hour: a `~` stem is `~` and 64 hex digits (storage/file-name.ts). */
 const BATCHES = '~batches/';
 /** `~batches/<writer>-<sequence>.<buckets>.ndjson`, relative to its hour. */
 const BATCH = /^~batches\/\d{8}T\d{9}Z-[0-9a-f]{8}-\d{1,15}\.([0-9a-f]{64})\.ndjson$/;
@@ -150,21 +149,6 @@ function fromCompactTime(compact: string): number {
   return Date.parse(`${y}-${mo}-${d}T${h}:${mi}:${s}.${ms}Z`);
 }
 
-/** A job id as a path segment: ours are UUIDs; anything else (a queue is an open door) hashed. */
-function jobSegment(jobId: string): string {
-  return PLAIN_JOB_ID.test(jobId)
-    ? jobId
-    : createHash('sha256').update(jobId, 'utf8').digest('hex').slice(0, 32);
-}
-
-/** The path of a delivery's entry file (the layout before batches: still read, no longer written). */
-export function archivePath(receivedAt: string, jobId: string, id: string): string {
-  const date = new Date(receivedAt);
-  if (Number.isNaN(date.getTime())) throw new Error(`not a time: ${JSON.stringify(receivedAt)}`);
-  const iso = date.toISOString();
-  return `${hourFolder(iso)}${fileStem(id)}/${compactTime(date)}_${jobSegment(jobId)}.json`;
-}
-
 /** An id's bucket, 0–255: the first byte of its SHA-256. */
 function bucketOf(id: string): number {
   return createHash('sha256').update(id, 'utf8').digest()[0] ?? 0;
@@ -229,7 +213,9 @@ function segmentWriter(append: NonNullable<ArchiveArea['append']>) {
  * Puts lines as batches: the lines of one hour that arrive within `lingerMs` of the first go in
  * one object, written whole by one PUT (BATCH_MAX_LINES end a batch sooner); each record resolves
  * once its batch is written, and a batch that fails fails its records only. Each batch is a new
- * object (the writer's name and a sequence number), so writers never meet.
+ * object (the writer's name and a sequence number), so writers never meet. Not the segments'
+ * groupCommit: with one PUT in flight, a batch would hold what arrives during one PUT, a few
+ * entries at S3's latencies; the linger fills it, and bounds the wait.
  */
 function batchWriter(put: ArchiveArea['put'], lingerMs: number) {
   const writer = writerName();

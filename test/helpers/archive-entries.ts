@@ -1,5 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { hourFolder } from '../../src/archive/archive';
+import { fileStem } from '../../src/storage/file-name';
 
 /**
  * Every entry under an archive folder (`<AUDIO_DIR>/.archive`), parsed, oldest first, read
@@ -18,4 +20,13 @@ export function archivedEntries(dir: string): Record<string, unknown>[] {
     })
     .map((text) => JSON.parse(text) as Record<string, unknown>)
     .sort((a, b) => String(a.received_at).localeCompare(String(b.received_at)));
+}
+
+/**
+ * The path at which versions before the batches wrote an entry file (`<hour>/<stem>/<time>_<job
+ * id>.json`, still read), for tests of that reading. `jobId` must be plain (letters, digits, `-`).
+ */
+export function entryFilePath(receivedAt: string, jobId: string, id: string): string {
+  const compact = new Date(receivedAt).toISOString().replace(/[-:.]/g, '');
+  return `${hourFolder(receivedAt)}${fileStem(id)}/${compact}_${jobId}.json`;
 }

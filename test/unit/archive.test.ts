@@ -1,15 +1,11 @@
 import { mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  archivePath,
-  bucketFolder,
-  createArchive,
-  type UnreadableEntry,
-} from '../../src/archive/archive';
+import { bucketFolder, createArchive, type UnreadableEntry } from '../../src/archive/archive';
 import { parseWhen, replayQuery, type ReplayArgs } from '../../src/cli/replay-command';
 import { UsageError } from '../../src/cli/cli-errors';
 import { archiveSegments } from '../../src/storage/archive-path';
+import { entryFilePath } from '../helpers/archive-entries';
 import type { ArchiveArea } from '../../src/storage/audio-store';
 import { createLocalArchiveArea } from '../../src/storage/local-archive-area';
 
@@ -78,16 +74,6 @@ describe('replayQuery', () => {
 });
 
 describe('the archive layout', () => {
-  it('files a delivery by the hour it was received, then by item, under a name made of the time and the job', () => {
-    expect(archivePath('2026-11-24T09:15:02.123Z', 'b6f0c3e2-1', 'item-1')).toBe(
-      '2026-11-24/09/item-1/20261124T091502123Z_b6f0c3e2-1.json',
-    );
-    // An id unsafe as a name, and a job id that is not ours, never reach the path as they are.
-    const path = archivePath('2026-11-24T09:15:02.123Z', 'job:with/slash', '../../etc/passwd');
-    expect(path).toMatch(/^2026-11-24\/09\/~[0-9a-f]{64}\/20261124T091502123Z_[0-9a-f]{32}\.json$/);
-    expect(archiveSegments(path, 'file')).toHaveLength(4);
-  });
-
   it('puts an id in one of 256 buckets by its SHA-256, a folder name no file stem can be', () => {
     expect(bucketFolder('a')).toBe('~ca/');
     expect(bucketFolder('../../etc/passwd')).toMatch(/^~[0-9a-f]{2}\/$/);
@@ -209,6 +195,24 @@ describe.each([
       delivery,
     });
     expect(await found(archive, { since: new Date('2026-11-24T09:10:00.000Z') })).toHaveLength(3);
+  });
+
+  it("never makes a path of a delivery's text: an unsafe id and a job id not ours", async () => {
+    const archive = createArchive(areaIn(dir));
+    await archive.record({
+      delivery: { event: 'audio.failed', data: { id: '../../etc/passwd' } },
+      jobId: 'job:with/slash',
+      receivedAt: '2026-11-24T09:15:02.123Z',
+    });
+    const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((path) =>
+      path.endsWith('json'),
+    );
+    expect(files).toHaveLength(1);
+    expect(files[0]).toMatch(
+      /^2026-11-24\/09\/(~[0-9a-f]{2}|~batches)\/\d{8}T\d{9}Z-[0-9a-f]{8}(-1\.[0-9a-f]{64})?\.ndjson$/,
+    );
+    expect(archiveSegments(files[0] ?? '', 'file')).toHaveLength(4);
+    expect(await found(archive, { ids: ['../../etc/passwd'] })).toHaveLength(1);
   });
 
   it('archives many deliveries at once, each whole and found once', async () => {
@@ -418,7 +422,7 @@ describe.each([
     const area = areaIn(dir);
     for (const jobId of ['job-e1', 'job-e2', 'job-e1'])
       await area.put(
-        archivePath('2026-11-24T09:20:00.000Z', jobId, 'earlier'),
+        entryFilePath('2026-11-24T09:20:00.000Z', jobId, 'earlier'),
         Buffer.from(JSON.stringify(entry(jobId))),
       );
     expect(await found(archive, { ids: ['earlier'] })).toEqual([
