@@ -88,21 +88,39 @@ export async function runDownloads(cdn: LocalCdn, files = 20, fileMb = 50, bigMb
   process.stderr.write(
     `downloads: ${files} × ${fileMb} MB through the worker's downloader, curl and bare undici\n`,
   );
-  const ours = await runProbe(cdn, urls, false);
-  const curl = await curlSeconds(cdn, urls);
-  const bare = await bareUndiciSeconds(cdn, urls);
+  // Three rounds, alternated, each kind first once, and each kind's median: one shot of each
+  // moved the ratio to bare undici between 0.65 and 0.93 from one whole run to the next.
+  const runs = {
+    ours: async () => (await runProbe(cdn, urls, false)).seconds,
+    curl: () => curlSeconds(cdn, urls),
+    bare: () => bareUndiciSeconds(cdn, urls),
+  };
+  const rounds = await alternated(runs, [
+    ['ours', 'curl', 'bare'],
+    ['bare', 'ours', 'curl'],
+    ['curl', 'bare', 'ours'],
+  ]);
+  const ours = median(rounds.ours);
+  const curl = median(rounds.curl);
+  const bare = median(rounds.bare);
   process.stderr.write(`downloads: one ${bigMb} MB file for peak RSS growth\n`);
   const rss = await runProbe(cdn, [`${cdn.origin}/dl/big.mp3`], true);
   // Growth that does not scale with the file is garbage awaiting GC, not data held.
   const rssSmall = await runProbe(cdn, [urls[0] ?? ''], true);
   const rssBare = await runProbe(cdn, [`${cdn.origin}/dl/big.mp3`], true, 'bare');
-  const total = files * fileMb;
+  const mbps = perSecondOf(files * fileMb);
   return {
     files,
     fileMb,
-    oursMBps: round(total / ours.seconds),
-    curlMBps: curl === undefined ? null : round(total / curl),
-    bareUndiciMBps: round(total / bare),
+    oursMBps: mbps(ours) ?? 0,
+    curlMBps: mbps(curl),
+    bareUndiciMBps: mbps(bare) ?? 0,
+    /** MB/s of each round, in the order run; the figures above are their medians. */
+    rounds: {
+      ours: rounds.ours.map(mbps),
+      curl: rounds.curl.map(mbps),
+      bare: rounds.bare.map(mbps),
+    },
     bigFileMb: bigMb,
     rssGrowthMb: round(rss.rssGrowthBytes / MB),
     rssGrowthSmallFileMb: round(rssSmall.rssGrowthBytes / MB),
@@ -124,15 +142,32 @@ export async function runS3Downloads(
 ) {
   const urls = Array.from({ length: files }, (_, i) => `${cdn.origin}/dl/${fileMb}mb-${i}.mp3`);
   process.stderr.write(`downloads into S3: ${files} × ${fileMb} MB, then one 200 MB file\n`);
-  const ours = await runProbe(cdn, urls, false, 'worker', s3);
-  const curl = await curlPutSeconds(s3, files, fileMb);
+  // Alternated, three rounds, each kind's median (one of each read 0.49 and 0.53 in two runs).
+  const rounds = await alternated(
+    {
+      ours: async () => (await runProbe(cdn, urls, false, 'worker', s3)).seconds,
+      curl: () => curlPutSeconds(s3, files, fileMb),
+    },
+    [
+      ['ours', 'curl'],
+      ['curl', 'ours'],
+      ['ours', 'curl'],
+    ],
+  );
+  const ours = median(rounds.ours);
+  const curl = median(rounds.curl);
+  const mbps = perSecondOf(files * fileMb);
   const rss = await runProbe(cdn, [`${cdn.origin}/dl/big.mp3`], true, 'worker', s3);
-  const total = files * fileMb;
   return {
     files,
     fileMb,
-    s3MBps: round(total / ours.seconds),
-    curlPutMBps: curl === undefined ? null : round(total / curl),
+    s3MBps: mbps(ours) ?? 0,
+    curlPutMBps: mbps(curl),
+    /** MB/s of each round, in the order run; the figures above are their medians. */
+    rounds: {
+      ours: rounds.ours.map(mbps),
+      curl: rounds.curl.map(mbps),
+    },
     rssGrowthMb: round(rss.rssGrowthBytes / MB),
   };
 }
@@ -176,6 +211,33 @@ async function curlPutSeconds(
     rmSync(dir, { recursive: true, force: true });
   }
   return (performance.now() - started) / 1000;
+}
+
+/**
+ * Runs each kind once per round, in each round's order (each kind first once, so none always
+ * follows the same one): seconds of each kind's runs, in the order run.
+ */
+async function alternated<Kind extends string>(
+  runs: Record<Kind, () => Promise<number | undefined>>,
+  orders: readonly (readonly Kind[])[],
+): Promise<Record<Kind, (number | undefined)[]>> {
+  const seconds: Partial<Record<Kind, (number | undefined)[]>> = {};
+  for (const order of orders) {
+    for (const kind of order) (seconds[kind] ??= []).push(await runs[kind]());
+  }
+  return seconds as Record<Kind, (number | undefined)[]>;
+}
+
+/** MB/s of `mb` in the seconds given; null for a run that could not be made (no curl). */
+function perSecondOf(mb: number) {
+  return (seconds: number | undefined) => (seconds === undefined ? null : round(mb / seconds));
+}
+
+/** The median of the runs, undefined when any is (curl missing). */
+function median(values: readonly (number | undefined)[]): number | undefined {
+  if (values.some((value) => value === undefined)) return undefined;
+  const sorted = (values as number[]).slice().sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
 }
 
 function round(n: number): number {

@@ -342,7 +342,7 @@ function storesSection(
     '',
     `WORKER_CONCURRENCY for S3, measured with ${stores.s3Concurrency.deliveries} deliveries each: ${stores.s3Concurrency.runs.map((r) => `${r.concurrency} → ${r.filesPerSecond} items/s`).join(', ')}; fastest: ${stores.s3Concurrency.best}`,
     '',
-    `The local runs, three rounds in different orders, items/s (the median of each is in the table): naive ${stores.localRounds.naive.join(', ')}; service ${stores.localRounds.local.join(', ')}; service, archive off ${stores.localRounds.localNoArchive.join(', ')}`,
+    `The local runs, three rounds in different orders, items/s (the median of each is in the table): naive ${stores.localRounds.naive.join(', ')}; service ${stores.localRounds.local.join(', ')}; service, archive off ${stores.localRounds.localNoArchive.join(', ')}; the S3 runs, likewise: naive S3 ${stores.s3Rounds.naiveS3.join(', ')}; service ${stores.s3Rounds.s3.join(', ')}; service, archive off ${stores.s3Rounds.s3NoArchive.join(', ')}`,
     '',
     '| worker | seconds | items/s | × its naive worker | audio / metadata / archive stored | failed jobs | worker CPU s | worker CPU ms per item |',
     '|---|---|---|---|---|---|---|---|',
@@ -363,7 +363,7 @@ function storesSection(
       ratio(ips.s3NoArchive, ips.naiveS3),
     ),
     '',
-    `Large files into S3: ${big.files} × ${big.fileMb} MB at ${big.s3MBps} MB/s through the worker's code (\`curl -T\` of the same files to the same gateway: ${big.curlPutMBps ?? 'n/a'} MB/s, ratio ${big.curlPutMBps === null ? 'n/a' : ratio(big.s3MBps, big.curlPutMBps)}); peak RSS growth for one ${downloads.bigFileMb} MB file into S3: ${big.rssGrowthMb} MB (into the local store: ${downloads.rssGrowthMb} MB)`,
+    `Large files into S3: ${big.files} × ${big.fileMb} MB at ${big.s3MBps} MB/s through the worker's code (\`curl -T\` of the same files to the same gateway: ${big.curlPutMBps ?? 'n/a'} MB/s, ratio ${big.curlPutMBps === null ? 'n/a' : ratio(big.s3MBps, big.curlPutMBps)}); peak RSS growth for one ${downloads.bigFileMb} MB file into S3: ${big.rssGrowthMb} MB (into the local store: ${downloads.rssGrowthMb} MB); medians of three alternated rounds, MB/s: worker ${big.rounds.ours.join(', ')}; \`curl -T\` ${big.rounds.curl.join(', ')}`,
     '',
   ];
 }
@@ -645,7 +645,7 @@ function table(
     '',
     '## Downloads',
     '',
-    `${d.files} × ${d.fileMb} MB: worker ${d.oursMBps} MB/s, curl ${d.curlMBps ?? 'n/a'} MB/s (ratio ${d.ratioToCurl ?? 'n/a'}), bare undici ${d.bareUndiciMBps} MB/s (ratio ${d.ratioToBareUndici}); peak RSS growth for one ${d.bigFileMb} MB file: ${d.rssGrowthMb} MB (one ${d.fileMb} MB file: ${d.rssGrowthSmallFileMb} MB; bare undici discarding the ${d.bigFileMb} MB file: ${d.rssGrowthBareUndiciMb} MB)`,
+    `${d.files} × ${d.fileMb} MB: worker ${d.oursMBps} MB/s, curl ${d.curlMBps ?? 'n/a'} MB/s (ratio ${d.ratioToCurl ?? 'n/a'}), bare undici ${d.bareUndiciMBps} MB/s (ratio ${d.ratioToBareUndici}); peak RSS growth for one ${d.bigFileMb} MB file: ${d.rssGrowthMb} MB (one ${d.fileMb} MB file: ${d.rssGrowthSmallFileMb} MB; bare undici discarding the ${d.bigFileMb} MB file: ${d.rssGrowthBareUndiciMb} MB); medians of three alternated rounds, MB/s: worker ${d.rounds.ours.join(', ')}; curl ${d.rounds.curl.join(', ')}; bare undici ${d.rounds.bare.join(', ')}`,
     '',
     '## Targets',
     '',

@@ -47,6 +47,12 @@ export interface StoresResult {
     readonly local: readonly number[];
     readonly localNoArchive: readonly number[];
   };
+  /** items/s of each round of the S3 runs; `naiveS3`, `s3` and `s3NoArchive` are the medians. */
+  readonly s3Rounds: {
+    readonly naiveS3: readonly number[];
+    readonly s3: readonly number[];
+    readonly s3NoArchive: readonly number[];
+  };
   readonly s3Downloads: Awaited<ReturnType<typeof runS3Downloads>>;
 }
 
@@ -56,8 +62,8 @@ export interface StoresResult {
  * worker into the local store at the local sweep's WORKER_CONCURRENCY, with the archive and
  * without, three rounds in different orders, each one's median reported; the naive S3 worker
  * and the service's into a bucket of a real S3 server (Ceph's RADOS Gateway on this machine, as
- * the tests start it) at S3's own, with the archive and without. Then large files into a bucket
- * of their own. The absolute times move with the machine; the ratios to the naive workers of the
+ * the tests start it) at S3's own, with the archive and without, three rounds as well. Then
+ * large files into a bucket of their own. The absolute times move with the machine; the ratios to the naive workers of the
  * same run move less.
  */
 export async function runStores(
@@ -67,8 +73,9 @@ export async function runStores(
   /** Empties the bench's Redis: each run starts on the same, not on the runs before it. */
   fresh: () => Promise<void>,
 ): Promise<StoresResult> {
-  // Room for the sweep's items, 9,000 items and the large files; memstore takes RAM as it fills.
-  const gateway = await startCephGateway({ memstoreBytes: 6 * 1024 ** 3 });
+  // Room for the sweep's items, nine runs of 9,000 items (5.2 GB) and three rounds of the large
+  // files (2.4 GB); memstore takes RAM as it fills.
+  const gateway = await startCephGateway({ memstoreBytes: 12 * 1024 ** 3 });
   const client = gateway.client();
   try {
     // A bucket per run: RGW's bucket index grows with every object, and a run into a bucket the
@@ -86,10 +93,7 @@ export async function runStores(
     };
     // The three local runs, three rounds, each kind's median run (by items/s) reported. One run
     // of each moved by up to 0.4 ms of worker CPU per item from one run to the next on this disk,
-    // more than the archive costs. The order differs per round, so no kind always follows the
-    // same one: in a first run of the rounds in one order, the service with the archive, always
-    // right after the naive worker, looked slower; the whole run that followed, in these orders,
-    // measured it slower in the rounds where it did not follow the naive worker too.
+    // more than the archive costs.
     const runs = {
       naive: () => runEndToEnd(redisUrl, cdn, { workerConcurrency, naiveWorker: 'local' }),
       local: () => runEndToEnd(redisUrl, cdn, { workerConcurrency }),
@@ -101,20 +105,7 @@ export async function runStores(
       local: 'the local store',
       localNoArchive: 'the local store, ARCHIVE_RETENTION_HOURS=0',
     };
-    const rounds: Record<keyof typeof runs, EndToEndResult[]> = {
-      naive: [],
-      local: [],
-      localNoArchive: [],
-    };
-    for (const [round, order] of LOCAL_ORDERS.entries()) {
-      for (const kind of order) {
-        process.stderr.write(
-          `stores: ${names[kind]} (round ${round + 1} of ${LOCAL_ORDERS.length})\n`,
-        );
-        await fresh();
-        rounds[kind].push(await runs[kind]());
-      }
-    }
+    const rounds = await inRounds(runs, names, fresh);
     const naive = medianRun(rounds.naive);
     const local = medianRun(rounds.local);
     const localNoArchive = medianRun(rounds.localNoArchive);
@@ -130,25 +121,38 @@ export async function runStores(
       await fresh();
       return inBucket('sweep/', await newBucket());
     });
-    process.stderr.write('stores: the naive S3 worker (Ceph RGW)\n');
-    await fresh();
-    const naiveS3 = await runEndToEnd(redisUrl, cdn, {
-      workerConcurrency: s3Concurrency.best,
-      naiveWorker: 's3',
-      ...inBucket('naive/', await newBucket()),
-    });
-    process.stderr.write('stores: S3 (Ceph RGW)\n');
-    await fresh();
-    const s3 = await runEndToEnd(redisUrl, cdn, {
-      workerConcurrency: s3Concurrency.best,
-      ...inBucket('e2e/', await newBucket()),
-    });
-    process.stderr.write('stores: S3 (Ceph RGW), ARCHIVE_RETENTION_HOURS=0\n');
-    await fresh();
-    const s3NoArchive = await runEndToEnd(redisUrl, cdn, {
-      workerConcurrency: s3Concurrency.best,
-      ...inBucket('e2e/', await newBucket(), NO_ARCHIVE),
-    });
+    // Three rounds, as the local runs: one run of each moved the S3 ratio between 0.49 and 0.72
+    // from one whole run to the next.
+    const s3Runs = {
+      naiveS3: async () =>
+        runEndToEnd(redisUrl, cdn, {
+          workerConcurrency: s3Concurrency.best,
+          naiveWorker: 's3',
+          ...inBucket('naive/', await newBucket()),
+        }),
+      s3: async () =>
+        runEndToEnd(redisUrl, cdn, {
+          workerConcurrency: s3Concurrency.best,
+          ...inBucket('e2e/', await newBucket()),
+        }),
+      s3NoArchive: async () =>
+        runEndToEnd(redisUrl, cdn, {
+          workerConcurrency: s3Concurrency.best,
+          ...inBucket('e2e/', await newBucket(), NO_ARCHIVE),
+        }),
+    };
+    const s3Rounds = await inRounds(
+      s3Runs,
+      {
+        naiveS3: 'the naive S3 worker (Ceph RGW)',
+        s3: 'S3 (Ceph RGW)',
+        s3NoArchive: 'S3 (Ceph RGW), ARCHIVE_RETENTION_HOURS=0',
+      },
+      fresh,
+    );
+    const naiveS3 = medianRun(s3Rounds.naiveS3);
+    const s3 = medianRun(s3Rounds.s3);
+    const s3NoArchive = medianRun(s3Rounds.s3NoArchive);
     const s3Downloads = await runS3Downloads(cdn, {
       settings: {
         s3Bucket: await newBucket(),
@@ -185,6 +189,11 @@ export async function runStores(
         local: rounds.local.map(perSecond),
         localNoArchive: rounds.localNoArchive.map(perSecond),
       },
+      s3Rounds: {
+        naiveS3: s3Rounds.naiveS3.map(perSecond),
+        s3: s3Rounds.s3.map(perSecond),
+        s3NoArchive: s3Rounds.s3NoArchive.map(perSecond),
+      },
       s3Downloads,
     };
   } finally {
@@ -194,12 +203,35 @@ export async function runStores(
 }
 
 const NO_ARCHIVE = { ARCHIVE_RETENTION_HOURS: '0' };
-/** The local runs' order in each round: each of the service's runs follows the naive one once. */
-const LOCAL_ORDERS = [
-  ['naive', 'local', 'localNoArchive'],
-  ['naive', 'localNoArchive', 'local'],
-  ['local', 'localNoArchive', 'naive'],
+/**
+ * Each round's order, as positions in a kind list of three: each kind runs first once and
+ * follows each of the others once. In a first run of the local rounds in one order, the service
+ * with the archive, always right after the naive worker, looked slower; the whole run that
+ * followed, in these orders, measured it slower in the rounds where it did not follow it too.
+ */
+const ORDERS = [
+  [0, 1, 2],
+  [0, 2, 1],
+  [1, 2, 0],
 ] as const;
+
+/** Three rounds of three kinds of end-to-end run, in ORDERS, each on an emptied Redis. */
+async function inRounds<Kind extends string>(
+  runs: Record<Kind, () => Promise<EndToEndResult>>,
+  names: Record<Kind, string>,
+  fresh: () => Promise<void>,
+): Promise<Record<Kind, EndToEndResult[]>> {
+  const kinds = Object.keys(runs) as Kind[];
+  const results: Partial<Record<Kind, EndToEndResult[]>> = {};
+  for (const [round, order] of ORDERS.entries()) {
+    for (const kind of order.map((position) => kinds[position] as Kind)) {
+      process.stderr.write(`stores: ${names[kind]} (round ${round + 1} of ${ORDERS.length})\n`);
+      await fresh();
+      (results[kind] ??= []).push(await runs[kind]());
+    }
+  }
+  return results as Record<Kind, EndToEndResult[]>;
+}
 
 /** The run of median items/s. */
 function medianRun(runs: readonly EndToEndResult[]): EndToEndResult {
