@@ -438,8 +438,8 @@ async function main(): Promise<void> {
     const targets = [
       [
         'per core: receiver ≥ 1.0 × naive (deliveries per CPU second of the serving process)',
-        results.ingestion.perCoreAC >= 1,
-        `${results.ingestion.perCoreAC} (${ingest.a.perCpuSecond} / ${ingest.c.perCpuSecond})`,
+        ingest.a.perCpuSecond >= ingest.c.perCpuSecond,
+        `${exact(ingest.a.perCpuSecond, ingest.c.perCpuSecond)} (${ingest.a.perCpuSecond} / ${ingest.c.perCpuSecond})`,
       ],
       [
         `at ${open.rate}/s for ${open.seconds} s: p99 ≤ 10 ms, p99.9 ≤ 25 ms`,
@@ -448,15 +448,15 @@ async function main(): Promise<void> {
       ],
       [
         `all cores: ${ingest.cluster.processes} processes ≥ 1 process`,
-        results.ingestion.clusterRatio >= 1,
-        `${ingest.cluster.many} / ${ingest.cluster.one} per s = ${results.ingestion.clusterRatio}`,
+        ingest.cluster.many >= ingest.cluster.one,
+        `${ingest.cluster.many} / ${ingest.cluster.one} per s = ${exact(ingest.cluster.many, ingest.cluster.one)}`,
       ],
       [
         // The route does nothing more with the archive on: what remains is the worker's share
         // of two shared cores, and the figure's run-to-run spread (about 10 %).
         'the archive on: receiver per core ≥ 0.9 × the archive off',
-        results.archive.ratio >= 0.9,
-        `${results.archive.ratio} (${results.archive.onPerCpuSecond} / ${results.archive.offPerCpuSecond}; ${results.archive.archived} archived)`,
+        results.archive.onPerCpuSecond >= 0.9 * results.archive.offPerCpuSecond,
+        `${exact(results.archive.onPerCpuSecond, results.archive.offPerCpuSecond)} (${results.archive.onPerCpuSecond} / ${results.archive.offPerCpuSecond}; ${results.archive.archived} archived)`,
       ],
       [
         '0 lost of those answered 2xx',
@@ -466,18 +466,18 @@ async function main(): Promise<void> {
       [
         // A ratio to the naive worker of the same run: an absolute time moves with the machine.
         `end to end, local store ≥ 0.5 × the naive worker's items/s (WORKER_CONCURRENCY=${concurrency.best})`,
-        stores.localToNaive >= 0.5,
-        `${stores.localToNaive} (${stores.itemsPerSecond.local} / ${stores.itemsPerSecond.naive} items/s)`,
+        rate(stores.local) >= 0.5 * rate(stores.naive),
+        `${exact(rate(stores.local), rate(stores.naive))} (${stores.itemsPerSecond.local} / ${stores.itemsPerSecond.naive} items/s)`,
       ],
       [
         `end to end, S3 ≥ 0.6 × the naive S3 worker (same gateway, same SDK client settings, WORKER_CONCURRENCY=${stores.s3Concurrency.best})`,
-        stores.s3ToNaiveS3 >= 0.6,
-        `${stores.s3ToNaiveS3} (${stores.itemsPerSecond.s3} / ${stores.itemsPerSecond.naiveS3} items/s)`,
+        rate(stores.s3) >= 0.6 * rate(stores.naiveS3),
+        `${exact(rate(stores.s3), rate(stores.naiveS3))} (${stores.itemsPerSecond.s3} / ${stores.itemsPerSecond.naiveS3} items/s)`,
       ],
       [
         'worker CPU per item, local store ≤ 2 × the naive worker',
-        stores.localCpuToNaive <= 2,
-        `${stores.localCpuToNaive} (${stores.local.workerCpuMsPerItem} / ${stores.naive.workerCpuMsPerItem} ms; S3 ${stores.s3.workerCpuMsPerItem} ms, naive S3 ${stores.naiveS3.workerCpuMsPerItem} ms)`,
+        stores.local.workerCpuMsPerItem <= 2 * stores.naive.workerCpuMsPerItem,
+        `${exact(stores.local.workerCpuMsPerItem, stores.naive.workerCpuMsPerItem)} (${stores.local.workerCpuMsPerItem} / ${stores.naive.workerCpuMsPerItem} ms; S3 ${stores.s3.workerCpuMsPerItem} ms, naive S3 ${stores.naiveS3.workerCpuMsPerItem} ms)`,
       ],
       [
         'end to end into S3: 9,000 audio, 9,000 metadata objects and 9,000 archive entries, 0 failed jobs',
@@ -514,14 +514,14 @@ async function main(): Promise<void> {
       ],
       [
         "downloads through the worker's own code ≥ 0.9 × bare undici",
-        results.downloads.ratioToBareUndici >= 0.9,
-        `${results.downloads.ratioToBareUndici} (${downloads.oursMBps} / ${downloads.bareUndiciMBps} MB/s; curl ${downloads.curlMBps ?? 'n/a'} MB/s)`,
+        downloads.oursMBps >= 0.9 * downloads.bareUndiciMBps,
+        `${exact(downloads.oursMBps, downloads.bareUndiciMBps)} (${downloads.oursMBps} / ${downloads.bareUndiciMBps} MB/s; curl ${downloads.curlMBps ?? 'n/a'} MB/s)`,
       ],
       [
         'large files into S3 ≥ 0.5 × `curl -T` to the same gateway',
         stores.s3Downloads.curlPutMBps !== null &&
           stores.s3Downloads.s3MBps >= 0.5 * stores.s3Downloads.curlPutMBps,
-        `${stores.s3Downloads.curlPutMBps === null ? 'no curl' : ratio(stores.s3Downloads.s3MBps, stores.s3Downloads.curlPutMBps)} (${stores.s3Downloads.s3MBps} / ${stores.s3Downloads.curlPutMBps ?? 'n/a'} MB/s)`,
+        `${stores.s3Downloads.curlPutMBps === null ? 'no curl' : exact(stores.s3Downloads.s3MBps, stores.s3Downloads.curlPutMBps)} (${stores.s3Downloads.s3MBps} / ${stores.s3Downloads.curlPutMBps ?? 'n/a'} MB/s)`,
       ],
       [
         'forwarding to three destinations: every item at each of them (its price is in its section)',
@@ -652,6 +652,19 @@ function table(
     ...targets.map(([name, pass, value]) => `${pass ? 'PASS' : 'FAIL'}  ${name}: ${value}`),
     '',
   ].join('\n');
+}
+
+/**
+ * A target's ratio to three decimals. Targets compare the figures themselves, never a rounded
+ * ratio: 96 / 161 items/s (0.596) printed as 0.6 and passed "≥ 0.6" in one run.
+ */
+function exact(a: number, b: number): string {
+  return b === 0 ? 'n/a' : (a / b).toFixed(3);
+}
+
+/** Items stored per second, unrounded. */
+function rate(run: { readonly audioFiles: number; readonly seconds: number }): number {
+  return run.audioFiles / run.seconds;
 }
 
 main().catch((error: unknown) => {
