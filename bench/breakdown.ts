@@ -68,22 +68,30 @@ export function breakDown(spans: readonly ExportedSpan[], workerConcurrency: num
     const handle = childOf(job, 'webhook.handle');
     const write = childOf(handle, 'audio.write');
     const metadata = childOf(handle, 'audio.write_metadata');
-    if (handle === undefined || write === undefined || metadata === undefined) continue;
+    // A store with writeWithMetadata (the local one) writes the metadata inside audio.write, its
+    // temp file and fsync at once with the audio's fsync (`files.sync`).
+    const together = childOf(write, 'files.sync');
+    if (handle === undefined || write === undefined) continue;
+    if (metadata === undefined && together === undefined) continue;
     jobs++;
     jobMs += ms(job);
     const fsyncs = (span: ExportedSpan) =>
-      total(span, 'file.fsync') + total(span, 'directory.fsync');
+      total(span, 'file.fsync') + total(span, 'directory.fsync') + total(span, 'files.sync');
     add('fetch (request to response headers)', total(handle, 'audio.download'));
     add('body transfer and file write', ms(write) - fsyncs(write));
-    add('metadata file write', ms(metadata) - fsyncs(metadata));
-    add('fsync of the two files', total(write, 'file.fsync') + total(metadata, 'file.fsync'));
+    if (metadata !== undefined) {
+      add('metadata file write', ms(metadata) - fsyncs(metadata));
+      add('fsync of the two files', total(write, 'file.fsync') + total(metadata, 'file.fsync'));
+    } else {
+      add('fsync of the audio, with the metadata file written and fsynced at once', total(write, 'files.sync'));
+    }
     add(
       'directory fsyncs (group commit)',
-      total(write, 'directory.fsync') + total(metadata, 'directory.fsync'),
+      total(write, 'directory.fsync') + (metadata === undefined ? 0 : total(metadata, 'directory.fsync')),
     );
     add(
       'rest of the handler (metadata lookup, log line, hooks)',
-      ms(handle) - total(handle, 'audio.download') - ms(write) - ms(metadata),
+      ms(handle) - total(handle, 'audio.download') - ms(write) - (metadata === undefined ? 0 : ms(metadata)),
     );
     add('Redis: BullMQ completing the job and taking the next', ms(job) - ms(handle));
   }

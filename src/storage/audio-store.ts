@@ -43,11 +43,24 @@ export interface AudioStore {
   write(
     name: string,
     source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
-    options?: {
-      readonly id?: string;
-      readonly entryDurableLater?: boolean;
-      readonly bytes?: number;
+    options?: WriteOptions,
+  ): Promise<void>;
+  /**
+   * Optional, for speed: `write(audio.name, audio.source, audio.options)` and then the write of
+   * the item's metadata file, `metadata.name`, whose bytes are made once the audio's source has
+   * ended (its size and SHA-256 are known then), in one call, so that a store can make both
+   * durable at once (the local store fsyncs the metadata's temp file while the audio's fsync
+   * runs, then renames both). The guarantees are the two writes': neither name ever holds a
+   * partial file, and the metadata's name comes after the audio's. A store without it gets the
+   * two writes, one after the other.
+   */
+  writeWithMetadata?(
+    audio: {
+      readonly name: string;
+      readonly source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
+      readonly options?: WriteOptions;
     },
+    metadata: { readonly name: string; readonly bytes: () => Uint8Array },
   ): Promise<void>;
   /** The bytes of a stored file, e.g. for a hook that uploads it elsewhere. */
   read(name: string): AsyncIterable<Uint8Array>;
@@ -68,6 +81,13 @@ export interface AudioStore {
    * but out of its names' reach. A store without one keeps no archive: replay is then off.
    */
   readonly archive?: ArchiveArea;
+}
+
+/** AudioStore.write's options: what each means is said there. */
+export interface WriteOptions {
+  readonly id?: string;
+  readonly entryDurableLater?: boolean;
+  readonly bytes?: number;
 }
 
 /** The archive's folder under AUDIO_DIR or S3_PREFIX. */

@@ -130,6 +130,59 @@ export async function writeBatched(
   await flushing;
 }
 
+/** A temp file holding a whole source, not yet synced or renamed. */
+interface Temp {
+  readonly path: string;
+  /** fsyncs and closes it. */
+  sync(): Promise<void>;
+  /** Closes and removes it, whatever happened before; never throws. */
+  discard(): Promise<void>;
+}
+
+/**
+ * Creates `dir`'s temp file (`wx`: exclusive, so two writers never share one) and writes `source`
+ * into it through the handle, which stays open for the fsync. A failing source keeps its own
+ * error, and the filesystem's become `fail`'s; either way nothing is left behind.
+ */
+async function openTemp(
+  dir: string,
+  source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  fail: Wrap,
+): Promise<Temp> {
+  const path = join(dir, tempName());
+  const handle = await open(path, 'wx', 0o644).catch((error: unknown) => {
+    throw fail(error);
+  });
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await handle.close();
+  };
+  const temp: Temp = {
+    path,
+    async sync() {
+      await inSpan('file.fsync', {}, () => handle.sync()).catch((error: unknown) => {
+        throw fail(error);
+      });
+      await close().catch((error: unknown) => {
+        throw fail(error);
+      });
+    },
+    async discard() {
+      await close().catch(() => undefined);
+      await unlink(path).catch(() => undefined);
+    },
+  };
+  try {
+    await writeBatched(handle, source, fail);
+  } catch (error: unknown) {
+    await temp.discard();
+    throw error;
+  }
+  return temp;
+}
+
 /**
  * Creates AUDIO_DIR and proves it writable with a real file (as root, permission bits say
  * nothing; a read-only mount or a full disk only shows on a write), so a worker that cannot
@@ -166,26 +219,15 @@ export async function createLocalAudioStore(
     archive: createLocalArchiveArea(join(dir, ARCHIVE_FOLDER)),
 
     async write(name, source, options) {
-      const temp = join(dir, tempName());
       const fail = (error: unknown) => storageError(error, `writing ${name}`, dir);
-      // 'wx': exclusive create, so two writers can never share a temp file.
-      const handle = await open(temp, 'wx', 0o644).catch((error: unknown) => {
-        throw fail(error);
-      });
+      const temp = await openTemp(dir, source, fail);
       try {
-        // Written through the handle itself, which stays open for the fsync below. A failing
-        // source keeps its own error; the filesystem's become StorageErrors.
-        await writeBatched(handle, source, fail);
-        await inSpan('file.fsync', {}, () => handle.sync()).catch((error: unknown) => {
-          throw fail(error);
-        });
-        await handle.close();
-        await rename(temp, join(dir, name)).catch((error: unknown) => {
+        await temp.sync();
+        await rename(temp.path, join(dir, name)).catch((error: unknown) => {
           throw fail(error);
         });
       } catch (error: unknown) {
-        await handle.close().catch(() => undefined);
-        await unlink(temp).catch(() => undefined);
+        await temp.discard();
         throw error;
       }
       // The rename is durable only once the directory entry is. The audio's entry becomes
@@ -196,6 +238,47 @@ export async function createLocalAudioStore(
       if (options?.entryDurableLater === true) return;
       await inSpan('directory.fsync', {}, syncDirectory).catch((error: unknown) => {
         throw fail(error);
+      });
+    },
+
+    // The two writes of `write`, with the metadata's temp file written and fsynced while the
+    // audio's fsync runs: the two fsyncs overlap instead of following each other, and often
+    // share the filesystem's journal commit. Both temps are whole and durable before either is
+    // renamed; the renames keep their order (audio, then metadata), and one directory fsync
+    // makes both durable, as with the two writes.
+    async writeWithMetadata(audio, metadata) {
+      const failAudio = (error: unknown) => storageError(error, `writing ${audio.name}`, dir);
+      const failMetadata = (error: unknown) =>
+        storageError(error, `writing ${metadata.name}`, dir);
+      const audioTemp = await openTemp(dir, audio.source, failAudio);
+      let metadataTemp: Temp | undefined;
+      try {
+        const settled = await inSpan('files.sync', {}, () =>
+          Promise.allSettled([
+            audioTemp.sync(),
+            (async () => {
+              metadataTemp = await openTemp(dir, [metadata.bytes()], failMetadata);
+              await metadataTemp.sync();
+            })(),
+          ]),
+        );
+        for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
+        await rename(audioTemp.path, join(dir, audio.name)).catch((error: unknown) => {
+          throw failAudio(error);
+        });
+        await rename(metadataTemp?.path ?? '', join(dir, metadata.name)).catch(
+          (error: unknown) => {
+            throw failMetadata(error);
+          },
+        );
+      } catch (error: unknown) {
+        // A temp already renamed is gone from its path: discarding it then removes nothing.
+        await audioTemp.discard();
+        await metadataTemp?.discard();
+        throw error;
+      }
+      await inSpan('directory.fsync', {}, syncDirectory).catch((error: unknown) => {
+        throw failMetadata(error);
       });
     },
 

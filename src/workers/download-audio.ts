@@ -132,36 +132,53 @@ async function download(
     );
     const file = `${stem}${audioExtension(url, opened.contentType)}`;
     const meter = new Meter(config.downloadMaxBytes);
-    // The body streams from the CDN into the store: this span is the transfer and the write.
-    await inSpan('audio.write', { 'file.name': file }, async (span) => {
-      await store.write(file, meter.measure(opened.body), {
+    const audio = {
+      name: file,
+      source: meter.measure(opened.body),
+      options: {
         id: item.id,
         entryDurableLater: true,
         ...(opened.bytes === undefined ? {} : { bytes: opened.bytes }),
-      });
+      },
+    };
+    let made: AudioMetadata | undefined;
+    // Made once the audio's source has ended: its size and SHA-256 are known then.
+    const metadata = {
+      name: `${stem}.json`,
+      bytes: () => {
+        made = {
+          id: item.id,
+          event: item.delivery.event,
+          ...item.details,
+          audio_url: audioUrl,
+          final_url: opened.url.href,
+          file,
+          bytes: meter.bytes,
+          sha256: meter.sha256(),
+          content_type: opened.contentType,
+          downloaded_at: new Date().toISOString(),
+          received_at: item.delivery.receivedAt,
+          job_id: item.delivery.jobId,
+        };
+        return Buffer.from(`${JSON.stringify(made, null, 2)}\n`);
+      },
+    };
+    const withMetadata = store.writeWithMetadata?.bind(store);
+    // The body streams from the CDN into the store: this span is the transfer and the write
+    // (and, where the store writes both at once, the metadata's).
+    await inSpan('audio.write', { 'file.name': file }, async (span) => {
+      await (withMetadata === undefined
+        ? store.write(audio.name, audio.source, audio.options)
+        : withMetadata(audio, metadata));
       span?.setAttribute('file.size', meter.bytes);
     });
-    const metadata: AudioMetadata = {
-      id: item.id,
-      event: item.delivery.event,
-      ...item.details,
-      audio_url: audioUrl,
-      final_url: opened.url.href,
-      file,
-      bytes: meter.bytes,
-      sha256: meter.sha256(),
-      content_type: opened.contentType,
-      downloaded_at: new Date().toISOString(),
-      received_at: item.delivery.receivedAt,
-      job_id: item.delivery.jobId,
-    };
     // Written last: its presence means the audio beside it is complete.
-    await inSpan('audio.write_metadata', { 'file.name': `${stem}.json` }, () =>
-      store.write(`${stem}.json`, [Buffer.from(`${JSON.stringify(metadata, null, 2)}\n`)], {
-        id: item.id,
-      }),
-    );
-    return metadata;
+    if (withMetadata === undefined)
+      await inSpan('audio.write_metadata', { 'file.name': metadata.name }, () =>
+        store.write(metadata.name, [metadata.bytes()], { id: item.id }),
+      );
+    if (made === undefined) throw new Error(`the store wrote no ${metadata.name}`);
+    return made;
   } catch (error: unknown) {
     // The store's own verdicts stay theirs: retried (StorageError) or final (a collision).
     if (error instanceof StorageError || error instanceof NameCollisionError) throw error;

@@ -93,3 +93,77 @@ it('a foreign temp gone between readdir and stat (another pod finished) is skipp
   symlinkSync(join(dir, 'renamed-away'), join(dir, vanished));
   expect(await store.removeStaleTemps()).toEqual([]);
 });
+
+describe('writeWithMetadata (the audio and its metadata file in one call)', () => {
+  const storeIn = async (dir: string) => {
+    const store = await createLocalAudioStore(dir);
+    const writeWithMetadata = store.writeWithMetadata?.bind(store);
+    if (writeWithMetadata === undefined)
+      throw new Error('the local store has no writeWithMetadata');
+    return writeWithMetadata;
+  };
+
+  it('writes both whole, the metadata made after the audio source ended, and leaves no temp', async () => {
+    const dir = fresh();
+    const write = await storeIn(dir);
+    const data = randomBytes(2_500_000);
+    let ended = false;
+    function* source() {
+      yield* chunked(data, [700_000, 1_000_000, 900_000]);
+      ended = true;
+    }
+    await write(
+      { name: 'a.mp3', source: source() },
+      { name: 'a.json', bytes: () => Buffer.from(JSON.stringify({ ended })) },
+    );
+    expect(readFileSync(join(dir, 'a.mp3')).equals(data)).toBe(true);
+    expect(JSON.parse(readFileSync(join(dir, 'a.json'), 'utf8'))).toEqual({ ended: true });
+    expect(readdirSync(dir).sort()).toEqual(['a.json', 'a.mp3']);
+  });
+
+  it('a failing audio source leaves nothing and never makes the metadata', async () => {
+    const dir = fresh();
+    const write = await storeIn(dir);
+    function* failing() {
+      yield randomBytes(1_500_000);
+      throw new Error('connection reset');
+    }
+    const bytes = jest.fn(() => Buffer.from('{}'));
+    await expect(
+      write({ name: 'a.mp3', source: failing() }, { name: 'a.json', bytes }),
+    ).rejects.toThrow('connection reset');
+    expect(bytes).not.toHaveBeenCalled();
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('metadata that cannot be made leaves neither name, nor the audio’s temp', async () => {
+    const dir = fresh();
+    const write = await storeIn(dir);
+    const bytes = () => {
+      throw new Error('no metadata');
+    };
+    await expect(
+      write({ name: 'a.mp3', source: [randomBytes(1000)] }, { name: 'a.json', bytes }),
+    ).rejects.toThrow('no metadata');
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('two runs of one item at once both succeed and leave one whole pair', async () => {
+    const dir = fresh();
+    const write = await storeIn(dir);
+    const runs = [randomBytes(900_000), randomBytes(900_000)];
+    await Promise.all(
+      runs.map((data, run) =>
+        write(
+          { name: 'a.mp3', source: chunked(data, [300_000, 300_000]) },
+          { name: 'a.json', bytes: () => Buffer.from(JSON.stringify({ run })) },
+        ),
+      ),
+    );
+    const audio = readFileSync(join(dir, 'a.mp3'));
+    expect(runs.some((data) => data.equals(audio))).toBe(true);
+    const { run } = JSON.parse(readFileSync(join(dir, 'a.json'), 'utf8')) as { run: number };
+    expect([0, 1]).toContain(run);
+    expect(readdirSync(dir).sort()).toEqual(['a.json', 'a.mp3']);
+  });
+});

@@ -88,7 +88,8 @@ it('one delivery is one trace, from the HTTP request in the web process to the f
       'webhook.handle',
       'audio.download',
       'audio.write',
-      'audio.write_metadata',
+      // The local store writes the metadata inside audio.write, fsyncing both files at once.
+      'files.sync',
       'file.fsync',
       'directory.fsync',
     ]),
