@@ -83,15 +83,22 @@ export function breakDown(spans: readonly ExportedSpan[], workerConcurrency: num
       add('metadata file write', ms(metadata) - fsyncs(metadata));
       add('fsync of the two files', total(write, 'file.fsync') + total(metadata, 'file.fsync'));
     } else {
-      add('fsync of the audio, with the metadata file written and fsynced at once', total(write, 'files.sync'));
+      add(
+        'fsync of the audio, with the metadata file written and fsynced at once',
+        total(write, 'files.sync'),
+      );
     }
     add(
       'directory fsyncs (group commit)',
-      total(write, 'directory.fsync') + (metadata === undefined ? 0 : total(metadata, 'directory.fsync')),
+      total(write, 'directory.fsync') +
+        (metadata === undefined ? 0 : total(metadata, 'directory.fsync')),
     );
     add(
       'rest of the handler (metadata lookup, log line, hooks)',
-      ms(handle) - total(handle, 'audio.download') - ms(write) - (metadata === undefined ? 0 : ms(metadata)),
+      ms(handle) -
+        total(handle, 'audio.download') -
+        ms(write) -
+        (metadata === undefined ? 0 : ms(metadata)),
     );
     add('Redis: BullMQ completing the job and taking the next', ms(job) - ms(handle));
   }

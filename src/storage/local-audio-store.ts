@@ -248,8 +248,7 @@ export async function createLocalAudioStore(
     // makes both durable, as with the two writes.
     async writeWithMetadata(audio, metadata) {
       const failAudio = (error: unknown) => storageError(error, `writing ${audio.name}`, dir);
-      const failMetadata = (error: unknown) =>
-        storageError(error, `writing ${metadata.name}`, dir);
+      const failMetadata = (error: unknown) => storageError(error, `writing ${metadata.name}`, dir);
       const audioTemp = await openTemp(dir, audio.source, failAudio);
       let metadataTemp: Temp | undefined;
       try {
@@ -266,11 +265,9 @@ export async function createLocalAudioStore(
         await rename(audioTemp.path, join(dir, audio.name)).catch((error: unknown) => {
           throw failAudio(error);
         });
-        await rename(metadataTemp?.path ?? '', join(dir, metadata.name)).catch(
-          (error: unknown) => {
-            throw failMetadata(error);
-          },
-        );
+        await rename(metadataTemp?.path ?? '', join(dir, metadata.name)).catch((error: unknown) => {
+          throw failMetadata(error);
+        });
       } catch (error: unknown) {
         // A temp already renamed is gone from its path: discarding it then removes nothing.
         await audioTemp.discard();
