@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { request } from 'undici';
 import type { S3Settings } from '../src/storage/s3-audio-store.js';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
+import { alternated, medianBy } from './lib.js';
 
 const MB = 1_000_000;
 
@@ -213,21 +214,6 @@ async function curlPutSeconds(
   return (performance.now() - started) / 1000;
 }
 
-/**
- * Runs each kind once per round, in each round's order (each kind first once, so none always
- * follows the same one): seconds of each kind's runs, in the order run.
- */
-async function alternated<Kind extends string>(
-  runs: Record<Kind, () => Promise<number | undefined>>,
-  orders: readonly (readonly Kind[])[],
-): Promise<Record<Kind, (number | undefined)[]>> {
-  const seconds: Partial<Record<Kind, (number | undefined)[]>> = {};
-  for (const order of orders) {
-    for (const kind of order) (seconds[kind] ??= []).push(await runs[kind]());
-  }
-  return seconds as Record<Kind, (number | undefined)[]>;
-}
-
 /** MB/s of `mb` in the seconds given; null for a run that could not be made (no curl). */
 function perSecondOf(mb: number) {
   return (seconds: number | undefined) => (seconds === undefined ? null : round(mb / seconds));
@@ -235,9 +221,7 @@ function perSecondOf(mb: number) {
 
 /** The median of the runs, undefined when any is (curl missing). */
 function median(values: readonly (number | undefined)[]): number | undefined {
-  if (values.some((value) => value === undefined)) return undefined;
-  const sorted = (values as number[]).slice().sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
+  return values.includes(undefined) ? undefined : medianBy(values, (value) => value ?? 0);
 }
 
 function round(n: number): number {

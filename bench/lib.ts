@@ -73,6 +73,27 @@ export async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
+/**
+ * Runs each kind once per round, in that round's order, and returns each kind's results in the
+ * order run. Alternating, with the order changing from round to round, keeps a kind from always
+ * following the same one (the writeback, the GC, the warm or cold caches it leaves behind).
+ */
+export async function alternated<Kind extends string, Result>(
+  runs: Record<Kind, () => Promise<Result>>,
+  orders: readonly (readonly Kind[])[],
+): Promise<Record<Kind, Result[]>> {
+  const results: Partial<Record<Kind, Result[]>> = {};
+  for (const order of orders) {
+    for (const kind of order) (results[kind] ??= []).push(await runs[kind]());
+  }
+  return results as Record<Kind, Result[]>;
+}
+
+/** The value of median `key` (the upper one of an even count); undefined for none. */
+export function medianBy<T>(values: readonly T[], key: (value: T) => number): T | undefined {
+  return [...values].sort((a, b) => key(a) - key(b))[Math.floor(values.length / 2)];
+}
+
 export function ratio(a: number, b: number): number {
   return b === 0 ? 0 : Math.round((a / b) * 100) / 100;
 }

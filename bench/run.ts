@@ -25,6 +25,8 @@ import {
   BENCH_SECRET,
   cpuSecondsOf,
   forkBaseline,
+  alternated,
+  medianBy,
   ratio,
   spawnService,
   stop,
@@ -223,20 +225,20 @@ async function archiveCost(redisUrl: string) {
   // Alternated, three times each, and the median taken: on two shared cores the same setting's
   // figure moves by about 10 % from one run to the next (the worker competes for the CPU), and
   // the first run on a fresh Redis and a cold machine is not the second.
-  const runs: ({ retention: string } & Awaited<ReturnType<typeof run>>)[] = [];
-  for (const retention of ['0', '168', '0', '168', '0', '168'])
-    runs.push({ retention, ...(await run(retention)) });
-  const median = (retention: string, pick: (r: (typeof runs)[number]) => number) => {
-    const picked = runs
-      .filter((r) => r.retention === retention)
-      .map(pick)
-      .sort((a, b) => a - b);
-    return picked[Math.floor(picked.length / 2)] ?? 0;
-  };
+  const rounds = await alternated({ '0': () => run('0'), '168': () => run('168') }, [
+    ['0', '168'],
+    ['0', '168'],
+    ['0', '168'],
+  ]);
+  const median = (retention: '0' | '168', pick: (r: Awaited<ReturnType<typeof run>>) => number) =>
+    medianBy(rounds[retention].map(pick), (value) => value) ?? 0;
   const onPerCpuSecond = median('168', (r) => r.perCpuSecond);
   const offPerCpuSecond = median('0', (r) => r.perCpuSecond);
   return {
-    runs: runs.map((r) => `${r.retention} h: ${r.perCpuSecond}`),
+    runs: rounds['0'].flatMap((off, i) => [
+      `0 h: ${off.perCpuSecond}`,
+      `168 h: ${rounds['168'][i]?.perCpuSecond}`,
+    ]),
     offPerCpuSecond,
     onPerCpuSecond,
     offPerSecond: median('0', (r) => r.acceptedPerSecond),

@@ -15,7 +15,7 @@ import {
   type EndToEndResult,
   type StoredCounts,
 } from './end-to-end.js';
-import { ratio } from './lib.js';
+import { alternated, medianBy, ratio } from './lib.js';
 
 export interface StoresResult {
   readonly workerConcurrency: number;
@@ -204,10 +204,11 @@ export async function runStores(
 
 const NO_ARCHIVE = { ARCHIVE_RETENTION_HOURS: '0' };
 /**
- * Each round's order, as positions in a kind list of three: each kind runs first once and
- * follows each of the others once. In a first run of the local rounds in one order, the service
- * with the archive, always right after the naive worker, looked slower; the whole run that
- * followed, in these orders, measured it slower in the rounds where it did not follow it too.
+ * Each round's order, as positions in a list of three kinds (the first the baseline): each of the
+ * other two follows the baseline once, and the baseline runs last once. In a first run of the
+ * local rounds in one order, the service with the archive, always right after the naive worker,
+ * looked slower; the whole run that followed, in these orders, measured it slower in the rounds
+ * where it did not follow it too.
  */
 const ORDERS = [
   [0, 1, 2],
@@ -222,21 +223,22 @@ async function inRounds<Kind extends string>(
   fresh: () => Promise<void>,
 ): Promise<Record<Kind, EndToEndResult[]>> {
   const kinds = Object.keys(runs) as Kind[];
-  const results: Partial<Record<Kind, EndToEndResult[]>> = {};
-  for (const [round, order] of ORDERS.entries()) {
-    for (const kind of order.map((position) => kinds[position] as Kind)) {
-      process.stderr.write(`stores: ${names[kind]} (round ${round + 1} of ${ORDERS.length})\n`);
-      await fresh();
-      (results[kind] ??= []).push(await runs[kind]());
-    }
-  }
-  return results as Record<Kind, EndToEndResult[]>;
+  const done = new Map<Kind, number>();
+  const announced = (kind: Kind) => async () => {
+    done.set(kind, (done.get(kind) ?? 0) + 1);
+    process.stderr.write(`stores: ${names[kind]} (round ${done.get(kind)} of ${ORDERS.length})\n`);
+    await fresh();
+    return runs[kind]();
+  };
+  return alternated(
+    Object.fromEntries(kinds.map((kind) => [kind, announced(kind)])) as typeof runs,
+    ORDERS.map((order) => order.map((position) => kinds[position] as Kind)),
+  );
 }
 
 /** The run of median items/s. */
 function medianRun(runs: readonly EndToEndResult[]): EndToEndResult {
-  const sorted = [...runs].sort((a, b) => perSecond(a) - perSecond(b));
-  const median = sorted[Math.floor(sorted.length / 2)];
+  const median = medianBy(runs, perSecond);
   if (median === undefined) throw new Error('no runs');
   return median;
 }

@@ -18,6 +18,12 @@ function* chunked(data: Buffer, sizes: number[]): Generator<Uint8Array> {
   if (offset < data.length) yield data.subarray(offset);
 }
 
+/** A download that breaks after 1.5 MB (past the first 1 MB batch). */
+function* failing(): Generator<Uint8Array> {
+  yield randomBytes(1_500_000);
+  throw new Error('connection reset');
+}
+
 it('writes exactly the bytes it was given, whatever the chunking across 1 MB batches', async () => {
   const data = randomBytes(2_500_000);
   await fc.assert(
@@ -53,10 +59,6 @@ it('writes a file larger than the background flush interval (8 MB) intact', asyn
 it('a failing source leaves neither the final file nor a temp file', async () => {
   const dir = fresh();
   const store = await createLocalAudioStore(dir);
-  function* failing() {
-    yield randomBytes(1_500_000);
-    throw new Error('connection reset');
-  }
   await expect(store.write('out.bin', failing())).rejects.toThrow('connection reset');
   expect(readdirSync(dir)).toEqual([]);
 });
@@ -124,10 +126,6 @@ describe('writeWithMetadata (the audio and its metadata file in one call)', () =
   it('a failing audio source leaves nothing and never makes the metadata', async () => {
     const dir = fresh();
     const write = await storeIn(dir);
-    function* failing() {
-      yield randomBytes(1_500_000);
-      throw new Error('connection reset');
-    }
     const bytes = jest.fn(() => Buffer.from('{}'));
     await expect(
       write({ name: 'a.mp3', source: failing() }, { name: 'a.json', bytes }),
