@@ -15,6 +15,14 @@ export class ForwardError extends Error {
   override name = 'ForwardError';
 }
 
+/**
+ * A refusal that no later attempt can change (a message over the server's maximum size, a
+ * destination no longer configured): that destination fails at once, listed by `failures`.
+ */
+export class PermanentForwardError extends ForwardError {
+  override name = 'PermanentForwardError';
+}
+
 /** Rejects with a ForwardError naming `what` once `signal` aborts (the attempt's deadline). */
 export function abortable<T>(work: Promise<T>, signal: AbortSignal, what: string): Promise<T> {
   work.catch(() => undefined);
