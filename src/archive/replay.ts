@@ -45,8 +45,9 @@ export interface ReplayOptions {
   /** @defaultValue the current time */
   readonly now?: () => Date;
   /**
-   * The command that resumes this replay from the delivery received at `from` (ISO 8601), for
-   * the message of a stalled replay. @defaultValue `--since <from>` alone
+   * The command that resumes this replay from `from` (ISO 8601, the start of the hour it stopped
+   * in), for the message of a stalled replay; it keeps to the range asked (that hour may begin
+   * before it). @defaultValue `--since <from>` alone
    */
   readonly resumeCommand?: (from: string) => string;
 }

@@ -7,7 +7,7 @@ import {
   type ArchiveQuery,
   type UnreadableEntry,
 } from '../archive/archive.js';
-import { replayDeliveries } from '../archive/replay.js';
+import { replayDeliveries, type ReplayOptions } from '../archive/replay.js';
 import { loadCustom } from '../load-custom.js';
 import { createLogger } from '../logger.js';
 import { createDeliveryQueue } from '../queue/delivery-queue.js';
@@ -112,8 +112,13 @@ export async function runReplay(
   output: Output,
   errors: Output & { readonly isTTY?: boolean },
   now = new Date(),
+  /** The batch and backlog bounds; archive/replay.ts's defaults unless a test needs a quick stall. */
+  limits: Pick<ReplayOptions, 'batchSize' | 'maxBacklog' | 'stalledAfterMs'> = {},
 ): Promise<number> {
-  const query = replayQuery(args, now);
+  const asked = replayQuery(args, now);
+  // An open range ends where the replay starts: what arrives later is handled as it arrives, and
+  // a resume (resumeCommand) then goes on with the same range, not one grown by the wait.
+  const query = asked.until === undefined ? { ...asked, until: now } : asked;
   const unreadable: UnreadableEntry[] = [];
   const noteUnreadable = (entry: UnreadableEntry) => {
     if (entry.reason !== 'gone') unreadable.push(entry);
@@ -188,6 +193,7 @@ export async function runReplay(
     })();
     try {
       const done = await replayDeliveries(queue, tracked, {
+        ...limits,
         resumeCommand: (from) => resumeCommand(args, query, from),
         onProgress(step) {
           const waiting =
@@ -223,16 +229,22 @@ export async function runReplay(
 }
 
 /**
- * The command that goes on with exactly what was asked, from the delivery received at `from`
- * on: the same ids and event, and the times as absolute ones (`2h` would have moved).
+ * The command that goes on with exactly what was left of `query`, from `from` (the start of the
+ * hour the replay stopped in) on: the same ids, end and event, and the times as absolute ones
+ * (`2h` would have moved). That hour may begin before `--since`, which is kept then: a delivery
+ * the operator left out stays out.
  */
 export function resumeCommand(args: ReplayArgs, query: ArchiveQuery, from: string): string {
   const quote = (text: string) =>
     /^[\w.:@%+=,/-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+  const since =
+    query.since !== undefined && query.since.getTime() > Date.parse(from)
+      ? query.since.toISOString()
+      : from;
   return [
     'audio-webhooks replay',
     ...args.ids.map((id) => `--id ${quote(id)}`),
-    `--since ${from}`,
+    `--since ${since}`,
     ...(query.until === undefined ? [] : [`--until ${query.until.toISOString()}`]),
     ...(args.event === undefined ? [] : [`--event ${quote(args.event)}`]),
   ].join(' ');
