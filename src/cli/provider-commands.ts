@@ -1,4 +1,5 @@
 import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { pino } from 'pino';
 import { join } from 'node:path';
 import type { RedisConnection } from '../redis/connections.js';
 import { parseSettings, type Config } from '../config/config.js';
@@ -10,7 +11,11 @@ import {
   RateLimitDeadlineError,
 } from '../provider/provider-errors.js';
 import { PROVIDER_SETTINGS } from '../provider/provider-settings.js';
+import { createStoreCacheArea } from '../provider/store-cache-area.js';
+import { createAudioStore } from '../storage/create-audio-store.js';
 import { createLocalBlobArea } from '../storage/local-blob-area.js';
+import { loadCustom } from '../load-custom.js';
+import { createLogger } from '../logger.js';
 import { writeAtomically } from '../storage/write-atomically.js';
 import { MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
@@ -53,6 +58,15 @@ async function withClient<T>(
     throw new MissingSettingError(
       'PROVIDER_API_KEYS is not set: set it to key_id=token[,key_id=token…] (e.g. in .env)',
     );
+  const logger = createLogger('warn', pino.destination(2));
+  // The TTS bodies go where every host of the deployment reads them (the store's), or a host
+  // would call again for what another host cached; a store without such a place keeps them in
+  // AUDIO_DIR, shared only when AUDIO_DIR is.
+  const store = await createAudioStore(config, {
+    custom: loadCustom().createStore,
+    logger,
+    writable: false,
+  });
   const client = await createProviderClient({
     baseUrl,
     keys,
@@ -61,7 +75,11 @@ async function withClient<T>(
     limits: settings.providerLimits,
     windowMs: settings.providerRateWindowMs,
     cacheTtlSeconds: settings.ttsCacheTtlSeconds,
-    cacheArea: createLocalBlobArea(join(config.audioDir, TTS_CACHE_FOLDER)),
+    cacheArea:
+      store.archive === undefined
+        ? createLocalBlobArea(join(config.audioDir, TTS_CACHE_FOLDER))
+        : createStoreCacheArea(store.archive),
+    logger,
   });
   try {
     return await work(client);

@@ -1,5 +1,7 @@
-import type { RedisConnection } from '../redis/connections.js';
+import { pino, type Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
+import { createLogger } from '../logger.js';
+import type { RedisConnection } from '../redis/connections.js';
 import { createKeyPool } from './key-pool.js';
 import { createLimiter } from './limiter.js';
 import {
@@ -10,7 +12,7 @@ import {
 import { SPEC_LIMITS, type Endpoint } from '../spec/rate-limits.js';
 import type { ApiKeyConfig } from './provider-settings.js';
 import { askedWaitMs, fullJitter } from './retry-after.js';
-import { createTtsCache, type BlobArea, type CachedAudio } from './tts-cache.js';
+import { createTtsCache, type BlobArea, type CacheTrouble, type CachedAudio } from './tts-cache.js';
 
 export interface ProviderClientOptions {
   /** The provider's {base_url} (PROVIDER_BASE_URL). */
@@ -45,6 +47,11 @@ export interface ProviderClientOptions {
    * @defaultValue none (no cache)
    */
   readonly cacheArea?: BlobArea;
+  /**
+   * Where the client's warnings go (a cache that cannot keep or read a body).
+   * @defaultValue JSON lines at level warn on standard error
+   */
+  readonly logger?: Pick<Logger, 'warn'>;
   /**
    * How long a call may wait for a slot or a pause, ms.
    * @defaultValue 300000 (5 minutes)
@@ -83,6 +90,8 @@ export interface ProviderClient {
   voices(): Promise<unknown>;
   /** Ids of the configured keys known revoked. */
   revokedKeys(): readonly string[];
+  /** Failures of the TTS cache's area since the client was made, by kind; none failed a call. */
+  cacheFailures(): Readonly<Record<CacheTrouble, number>>;
   close(): Promise<void>;
 }
 
@@ -113,10 +122,19 @@ export async function createProviderClient(
   const limiter = createLimiter(options.redis, prefix, limits, windowMs);
   const pool = await createKeyPool(options.keys, options.redis, prefix);
   const cacheTtlSeconds = options.cacheTtlSeconds ?? 86_400;
+  const logger = options.logger ?? createLogger('warn', pino.destination(2));
+  const cacheFailures: Record<CacheTrouble, number> = { read: 0, write: 0, sweep: 0 };
   const cache =
     options.cacheArea === undefined || cacheTtlSeconds === 0
       ? undefined
-      : createTtsCache(options.redis, prefix, cacheTtlSeconds, options.cacheArea);
+      : createTtsCache(options.redis, prefix, cacheTtlSeconds, options.cacheArea, (what, error) => {
+          cacheFailures[what]++;
+          // The error's own words (a path, a store's status), never the request or a key.
+          logger.warn(
+            { what, error: error instanceof Error ? error.message : String(error) },
+            `the TTS cache could not ${what === 'sweep' ? 'sweep expired bodies' : `${what} a body`}`,
+          );
+        });
   const base = options.baseUrl.replace(/\/+$/, '');
 
   /** Waits for this key's slot (a pause by any process included), within the deadline. */
@@ -223,6 +241,7 @@ export async function createProviderClient(
       return JSON.parse((await send('voices', 'GET', '/voices')).body.toString()) as unknown;
     },
     revokedKeys: () => pool.revoked(),
+    cacheFailures: () => ({ ...cacheFailures }),
     close: () => pool.close(),
   };
 }

@@ -20,11 +20,13 @@ export interface CachedAudio {
 
 /**
  * Where cached bodies live: never the queue's Redis, which is `noeviction` (a busy client would
- * fill it, and every delivery would then get 503). The CLI uses `<AUDIO_DIR>/.tts-cache/`
- * (storage/local-blob-area.ts).
+ * fill it, and every delivery would then get 503). It must be one place for every host sharing
+ * the Redis: the index there names a body, and a host that cannot read it would call the
+ * provider again (two hosts, each with a folder of its own, asked in turn six times: six calls).
+ * The CLI uses the audio store's (provider/store-cache-area.ts).
  */
 export interface BlobArea {
-  /** Stores `bytes` under `name`, whole or not at all. */
+  /** Stores `bytes` under `name` (see bodyName), whole or not at all. */
   put(name: string, bytes: Buffer): Promise<void>;
   /** The bytes, or undefined when there are none (expired, swept, never written). */
   get(name: string): Promise<Buffer | undefined>;
@@ -70,6 +72,24 @@ class LeaseLostError extends Error {
   override name = 'LeaseLostError';
 }
 
+/** What went wrong in the cache; the caller is answered all the same (with a call, if need be). */
+export type CacheTrouble = 'read' | 'write' | 'sweep';
+
+/**
+ * A body's name: the request's hash, when it was written (ms since the epoch, hex: an area may
+ * file bodies by time and sweep them without reading each one's age) and a random part.
+ */
+export function bodyName(hash: string, now = Date.now()): string {
+  return `${hash}-${now.toString(16)}-${randomBytes(4).toString('hex')}`;
+}
+
+/** When the body named `name` was written, ms since the epoch. */
+export function writtenAt(name: string): number {
+  const match = /^[0-9a-f]{1,64}-([0-9a-f]{1,12})-[0-9a-f]{8}$/.exec(name);
+  if (match?.[1] === undefined) throw new Error(`not a TTS body name: ${JSON.stringify(name)}`);
+  return parseInt(match[1], 16);
+}
+
 interface IndexEntry {
   readonly name: string;
   readonly contentType: string;
@@ -88,6 +108,12 @@ export function createTtsCache(
   prefix: string,
   ttlSeconds: number,
   area: BlobArea,
+  /**
+   * Told of each failure of `area`. None of them fails a request: the provider's answer, paid
+   * for, is returned even when it cannot be kept (a full or unwritable cache once turned three
+   * answered calls into three ENOTDIR errors), and a body that cannot be read is a miss.
+   */
+  trouble: (what: CacheTrouble, error: unknown) => void,
 ) {
   const inFlight = new Map<string, Promise<CachedAudio>>();
   let lastSweep = 0;
@@ -101,7 +127,10 @@ export function createTtsCache(
     const entry = await redis.get(key);
     if (entry === null) return undefined;
     const { name, contentType } = JSON.parse(entry) as IndexEntry;
-    const audio = await area.get(name);
+    const audio = await area.get(name).catch((error: unknown) => {
+      trouble('read', error);
+      return undefined;
+    });
     return audio === undefined ? undefined : { audio, contentType };
   }
 
@@ -113,8 +142,14 @@ export function createTtsCache(
   ) {
     // A fresh name per body: a reader never sees a body replaced under the name it was given.
     // (A body whose entry is then refused is swept with the expired ones.)
-    const name = `${hash}-${randomBytes(4).toString('hex')}`;
-    await area.put(name, fresh.audio);
+    const name = bodyName(hash);
+    try {
+      await area.put(name, fresh.audio);
+    } catch (error: unknown) {
+      // No entry without its body; the lease goes back and the next asker calls again.
+      trouble('write', error);
+      return;
+    }
     const entry: IndexEntry = { name, contentType: fresh.contentType };
     const kept = await redis.eval(
       KEEP,
@@ -132,7 +167,9 @@ export function createTtsCache(
   function sweepNowAndThen() {
     if (Date.now() - lastSweep < SWEEP_EVERY_MS) return;
     lastSweep = Date.now();
-    area.removeOlderThan(ttlSeconds * 1000).catch(() => undefined);
+    area.removeOlderThan(ttlSeconds * 1000).catch((error: unknown) => {
+      trouble('sweep', error);
+    });
   }
 
   /**
