@@ -1,15 +1,16 @@
 import type { Job } from 'bullmq';
-import type { DeliveryJobData, DeliveryQueue } from '../queue/delivery-queue.js';
+import { jobItemId, type DeliveryJobData, type DeliveryQueue } from '../queue/delivery-queue.js';
 import { OperationalError } from './cli-errors.js';
 import type { ForwardQueue } from '../forward/forward-queue.js';
 import { printRows, type Output, type Row } from './print.js';
 import { counted } from '../util/counted.js';
+import { jsonMember } from '../webhooks/json-member.js';
 
 function failedRow(job: Job<DeliveryJobData>) {
   return {
     id: job.id ?? null,
     event: job.name,
-    data_id: job.data.event.data.id,
+    data_id: jobItemId(job.data) ?? null,
     reason: job.failedReason,
     attempts: job.attemptsMade,
     failed_at: job.finishedOn === undefined ? null : new Date(job.finishedOn).toISOString(),
@@ -41,7 +42,7 @@ export async function failedForwards(queue: ForwardQueue): Promise<Row[]> {
       id: job.id ?? null,
       kind: 'forward',
       event: job.name,
-      data_id: job.data.messageId.slice(job.name.length + 1),
+      data_id: itemId(job.data.body),
       message_id: job.data.messageId,
       destination,
       reason: job.data.reasons?.[destination] ?? job.failedReason,
@@ -90,4 +91,10 @@ async function retryAll(queue: DeliveryQueue | ForwardQueue): Promise<number> {
     for (const job of page) await job.retry('failed', FRESH_ATTEMPTS);
     count += page.length;
   }
+}
+
+/** The item's data.id, from the message itself (the message id may be a hash of it). */
+function itemId(body: string): string | null {
+  const id = jsonMember(body, 'id');
+  return id === undefined ? null : (JSON.parse(id) as string);
 }

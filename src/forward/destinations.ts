@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /** The brokers and endpoints a handled delivery is forwarded to (FORWARD_URLS). */
 export type Destination =
   | { readonly kind: 'http'; readonly url: URL; readonly name: string }
@@ -12,9 +14,9 @@ export type Destination =
 
 /**
  * Parses FORWARD_URLS' comma-separated list. `url` keeps the credentials for the client only;
- * `name` is the destination without them (no user, password or HTTP query, where tokens live):
- * what logs, metrics, `failures` and the forward jobs in Redis show. A problem names the entry
- * by `name`, or by position when it does not parse (its text may hold a password).
+ * `name` is what logs, metrics, `failures`, the CLI and the forward jobs in Redis show: the
+ * scheme, host and port and a short hash of the rest (destinationName). A problem names the
+ * entry by position and, once it parses, by name: never by its text, which may hold a secret.
  */
 export function parseDestinations(
   raw: string,
@@ -22,10 +24,14 @@ export function parseDestinations(
   const destinations: Destination[] = [];
   const entries = raw.split(',').map((entry) => entry.trim());
   for (const [index, entry] of entries.entries()) {
+    if (entry === '') {
+      return { problem: `entry ${index + 1} is empty (a comma too many?)` };
+    }
     const parsed = parseDestination(entry, index + 1);
     if ('problem' in parsed) return parsed;
-    if (destinations.some((other) => other.name === parsed.destination.name)) {
-      return { problem: `names ${parsed.destination.name} twice` };
+    const earlier = destinations.findIndex((other) => other.name === parsed.destination.name);
+    if (earlier !== -1) {
+      return { problem: `entries ${earlier + 1} and ${index + 1} name one destination` };
     }
     destinations.push(parsed.destination);
   }
@@ -46,44 +52,69 @@ function parseDestination(
   } catch {
     return { problem: `entry ${position} is not a URL (${SCHEMES})` };
   }
-  const where = `${url.protocol}//${url.host}${url.pathname}`;
+  const name = destinationName(url);
+  const where = `entry ${position} (${name})`;
   if (url.hash !== '') return { problem: `${where}: a URL with a #fragment` };
   if (url.hostname === '') return { problem: `entry ${position} has no host` };
   switch (url.protocol) {
     case 'http:':
     case 'https:':
-      return { destination: { kind: 'http', url, name: where } };
+      return { destination: { kind: 'http', url, name } };
     case 'nats:': {
       const subject = decodeURIComponent(url.pathname.slice(1));
-      const name = `nats://${url.hostname}:${url.port || '4222'}/${subject}`;
       if (!SUBJECT.test(subject))
-        return { problem: `${name}: the path must be a subject such as /audio.stored` };
-      if (url.search !== '') return { problem: `${name}: no query is read` };
+        return { problem: `${where}: the path must be a subject such as /audio.stored` };
+      if (url.search !== '') return { problem: `${where}: no query is read` };
       return { destination: { kind: 'nats', url, name, subject } };
     }
     case 'amqp:':
     case 'amqps:':
-      return amqpDestination(url);
+      return amqpDestination(url, name, where);
     default:
       return { problem: `entry ${position}: unknown scheme ${url.protocol} (${SCHEMES})` };
   }
 }
 
-function amqpDestination(url: URL): { destination: Destination } | { problem: string } {
-  const port = url.port || (url.protocol === 'amqps:' ? '5671' : '5672');
+function amqpDestination(
+  url: URL,
+  name: string,
+  where: string,
+): { destination: Destination } | { problem: string } {
   const exchange = url.searchParams.get('exchange') ?? '';
   const routingKey = url.searchParams.get('routing_key') ?? '';
-  const query = new URLSearchParams({ exchange, routing_key: routingKey });
-  const name = `${url.protocol}//${url.hostname}:${port}${url.pathname}?${query.toString()}`;
   const unknown = [...url.searchParams.keys()].filter(
     (key) => key !== 'exchange' && key !== 'routing_key',
   );
   if (unknown.length > 0) {
-    return { problem: `${name}: unknown parameter ${unknown.join(', ')} (exchange, routing_key)` };
+    return { problem: `${where}: unknown parameter ${unknown.join(', ')} (exchange, routing_key)` };
   }
   if (exchange === '' && routingKey === '') {
     // The default exchange with an empty key routes nowhere: every message would be returned.
-    return { problem: `${name}: needs exchange= and/or routing_key=` };
+    return { problem: `${where}: needs exchange= and/or routing_key=` };
   }
   return { destination: { kind: 'amqp', url, name, exchange, routingKey } };
+}
+
+const DEFAULT_PORTS: Readonly<Record<string, string>> = {
+  'http:': '80',
+  'https:': '443',
+  'nats:': '4222',
+  'amqp:': '5672',
+  'amqps:': '5671',
+};
+
+/**
+ * A destination's shown name: `<scheme>://<host>:<port>~<8 hex digits>`. Slack's, Discord's and
+ * Teams' webhook URLs hold their secret in the path, AMQP's vhost and NATS's subject share the
+ * path with it, and a query may hold a token: none of them is shown. The hash (of the URL without
+ * user and password, so it gives no password away to a guess) tells two destinations on one
+ * host apart; 32 bits of a path's hash say nothing of a token that is itself random.
+ */
+export function destinationName(url: URL): string {
+  const port = url.port || DEFAULT_PORTS[url.protocol] || '';
+  const bare = new URL(url.href);
+  bare.username = '';
+  bare.password = '';
+  const hash = createHash('sha256').update(bare.href).digest('hex').slice(0, 8);
+  return `${url.protocol}//${url.hostname}:${port}~${hash}`;
 }

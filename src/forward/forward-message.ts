@@ -1,5 +1,6 @@
 import type { AudioMetadata } from '../storage/audio-store.js';
 import type { Delivery } from '../webhooks/define-event.js';
+import { jsonMember } from '../webhooks/json-member.js';
 
 /** Where an item that stored audio is, and what it holds: the message's `stored`. */
 export interface StoredItem {
@@ -10,37 +11,38 @@ export interface StoredItem {
   readonly content_type: string;
 }
 
-/** What every destination receives for one handled delivery (docs/forwarding.md). */
+/**
+ * What every destination receives for one handled delivery (docs/forwarding.md): `body` is the
+ * JSON `{type, id, timestamp, data, stored?}`; `type` and `id` say which item it is.
+ */
 export interface ForwardMessage {
   readonly type: string;
+  /** data.id, as sent. */
   readonly id: string;
-  /** When it was handled, ISO 8601. */
-  readonly timestamp: string;
-  /** The delivery's `data`, as the provider sent it. */
-  readonly data: unknown;
-  readonly stored?: StoredItem;
+  readonly body: string;
 }
 
-/** The message for a delivery handled at `handledAt`; `stored` when its handling stored audio. */
+/**
+ * The message for a delivery handled at `handledAt`, `stored` when its handling stored audio.
+ * `data` is the text the provider sent (`sent`, the delivery's body), not a re-serialised copy.
+ */
 export function forwardMessage(
   delivery: Delivery,
+  sent: string | undefined,
   handledAt: Date,
   stored: AudioMetadata | undefined,
 ): ForwardMessage {
-  return {
-    type: delivery.event,
-    id: delivery.data.id,
-    timestamp: handledAt.toISOString(),
-    data: delivery.data,
-    ...(stored === undefined
-      ? {}
+  const data =
+    (sent === undefined ? undefined : jsonMember(sent, 'data')) ?? JSON.stringify(delivery.data);
+  const item: StoredItem | undefined =
+    stored === undefined
+      ? undefined
       : {
-          stored: {
-            name: stored.file,
-            bytes: stored.bytes,
-            sha256: stored.sha256,
-            content_type: stored.content_type,
-          },
-        }),
-  };
+          name: stored.file,
+          bytes: stored.bytes,
+          sha256: stored.sha256,
+          content_type: stored.content_type,
+        };
+  const body = `{"type":${JSON.stringify(delivery.event)},"id":${JSON.stringify(delivery.data.id)},"timestamp":${JSON.stringify(handledAt.toISOString())},"data":${data}${item === undefined ? '' : `,"stored":${JSON.stringify(item)}`}}`;
+  return { type: delivery.event, id: delivery.data.id, body };
 }

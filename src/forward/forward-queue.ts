@@ -1,7 +1,7 @@
 import { Queue, type ConnectionOptions } from 'bullmq';
 import type { Destination } from './destinations.js';
-import { dedupeId } from '../queue/enqueue-delivery.js';
 import type { ForwardMessage } from './forward-message.js';
+import { messageId } from './message-id.js';
 
 /** Forwarding's own queue: one job per handled delivery, for every destination. */
 export const FORWARD_QUEUE = 'forwards';
@@ -15,7 +15,12 @@ export interface ForwardJobData {
   readonly destinations: readonly string[];
   /** Why each of `destinations` did not take it on the last attempt, by name. */
   readonly reasons?: Readonly<Record<string, string>>;
-  /** `<event>:<data.id>`: the id every destination carries, for consumers to dedupe on. */
+  /**
+   * Those of `destinations` that refused it for good (PermanentForwardError), with why: not tried
+   * again while the others are retried; cleared when the job fails, so `retry` tries them too.
+   */
+  readonly refused?: Readonly<Record<string, string>>;
+  /** The id every destination carries, for consumers to dedupe on (message-id.ts). */
   readonly messageId: string;
   /** The message as sent, JSON: a retry sends these very bytes, nothing is fetched again. */
   readonly body: string;
@@ -53,10 +58,8 @@ export async function enqueueForwards(
 ): Promise<void> {
   const data: ForwardJobData = {
     destinations: destinations.map((destination) => destination.name),
-    // The receiver's dedupe id: the same for every run of one item (a retry, a replay), so a
-    // JetStream stream or a consumer's table drops the repeats as the receiver does.
-    messageId: dedupeId(message.type, message.id),
-    body: JSON.stringify(message),
+    messageId: messageId(message.type, message.id),
+    body: message.body,
   };
   await queue.add(message.type, data, { jobId: forwardJobId(deliveryJobId) });
 }

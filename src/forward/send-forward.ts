@@ -1,7 +1,7 @@
-import type { Job } from 'bullmq';
+import { UnrecoverableError, type Job } from 'bullmq';
 import type { Counter } from 'prom-client';
 import type { ForwardJobData } from './forward-queue.js';
-import { ForwardError, type Sender } from './sender.js';
+import { ForwardError, PermanentForwardError, type Sender } from './sender.js';
 
 export interface SendForwardDeps {
   readonly senders: ReadonlyMap<string, Sender>;
@@ -14,32 +14,48 @@ export interface SendForwardDeps {
 /**
  * One attempt of a forward job: the message goes to every destination still pending at once,
  * each within FORWARD_TIMEOUT_MS, so a down one holds up none of the others. Those that took it
- * are dropped from the job (a retry sends to the rest only); when any did not, the attempt fails
- * and BullMQ retries it after the backoff.
+ * are dropped from the job (a retry sends to the rest only). A refusal no attempt can change (a
+ * message over a server's maximum, a destination no longer configured) is not tried again: the
+ * job fails for good once nothing else is left to retry, instead of after all of
+ * FORWARD_ATTEMPTS (15–30 minutes of alerts at the defaults). A job that fails for good names
+ * every destination that did not take it, so `retry <jobId>` sends to each of them again.
  */
 export async function sendForward(job: Job<ForwardJobData>, deps: SendForwardDeps): Promise<void> {
   const { destinations, messageId, body } = job.data;
+  const refused: Record<string, string> = { ...job.data.refused };
   const signal = AbortSignal.timeout(deps.timeoutMs);
+  const tried = destinations.filter((name) => !(name in refused));
   const results = await Promise.allSettled(
-    destinations.map(async (name) => {
+    tried.map(async (name) => {
       const sender = deps.senders.get(name);
-      if (sender === undefined) throw new ForwardError("no longer in this worker's FORWARD_URLS");
+      if (sender === undefined) {
+        throw new PermanentForwardError("no longer in this worker's forward destinations");
+      }
       await sender.send({ id: messageId, body }, signal);
     }),
   );
-  const final = job.attemptsMade + 1 >= deps.attempts;
-  const reasons: Record<string, string> = {};
+  const lastAttempt = job.attemptsMade + 1 >= deps.attempts;
+  const retrying: Record<string, string> = {};
   results.forEach((result, index) => {
-    const destination = destinations[index] ?? '';
-    if (result.status === 'rejected') {
-      reasons[destination] =
-        result.reason instanceof Error ? result.reason.message : String(result.reason);
+    const destination = tried[index] ?? '';
+    if (result.status === 'fulfilled') {
+      deps.forwards.inc({ destination, result: 'sent' });
+      return;
     }
-    const outcome = result.status === 'fulfilled' ? 'sent' : final ? 'failed' : 'retrying';
-    deps.forwards.inc({ destination, result: outcome });
+    const reason = result.reason instanceof Error ? result.reason.message : String(result.reason);
+    if (result.reason instanceof PermanentForwardError) refused[destination] = reason;
+    else retrying[destination] = reason;
+    const final = lastAttempt || result.reason instanceof PermanentForwardError;
+    deps.forwards.inc({ destination, result: final ? 'failed' : 'retrying' });
   });
+  const reasons = { ...retrying, ...refused };
   const pending = Object.keys(reasons);
   if (pending.length === 0) return;
-  await job.updateData({ ...job.data, destinations: pending, reasons });
-  throw new ForwardError(pending.map((name) => `${name}: ${reasons[name] ?? ''}`).join('; '));
+  const summary = pending.map((name) => `${name}: ${reasons[name] ?? ''}`).join('; ');
+  if (lastAttempt || Object.keys(retrying).length === 0) {
+    await job.updateData({ messageId, body, destinations: pending, reasons });
+    throw new UnrecoverableError(summary);
+  }
+  await job.updateData({ messageId, body, destinations: pending, reasons, refused });
+  throw new ForwardError(summary);
 }

@@ -5,7 +5,7 @@ import { webStoreDeadlineMs } from '../redis/connections.js';
 import { withDeadline } from '../redis/deadline.js';
 import { createReplicaWait } from '../redis/replica-wait.js';
 import type { Delivery } from '../webhooks/define-event.js';
-import type { DeliveryQueue } from './delivery-queue.js';
+import { deliveryJobData, type DeliveryQueue } from './delivery-queue.js';
 import { classifyStoreError, StorageUnavailableError } from './store-errors.js';
 
 export interface EnqueueResult {
@@ -18,7 +18,7 @@ export interface EnqueueResult {
  * Stores one delivery: resolves once it is in Redis (and on the replicas REDIS_WAIT_REPLICAS
  * asks for), or throws StorageUnavailableError (retry later) or UnstorableDeliveryError (never).
  */
-export type StoreDelivery = (delivery: Delivery) => Promise<EnqueueResult>;
+export type StoreDelivery = (delivery: Delivery, body: string) => Promise<EnqueueResult>;
 
 /**
  * The web side's one way to store a delivery, and the one owner of its deadline: the queue's
@@ -37,9 +37,9 @@ export function createDeliveryStore(
     config.redisWaitReplicas > 0
       ? createReplicaWait(redis, config.redisWaitReplicas, config.redisWaitTimeoutMs)
       : undefined;
-  return async (delivery) => {
+  return async (delivery, body) => {
     if (redis.status !== 'ready') throw new StorageUnavailableError('Redis is not connected');
-    const added = enqueueDelivery(queue, delivery, config.dedupeTtlSeconds);
+    const added = enqueueDelivery(queue, delivery, body, config.dedupeTtlSeconds);
     // Without replicas to wait for, the add is the whole store: no step added per delivery.
     const stored = confirm === undefined ? added : added.then(confirmed(confirm, config));
     try {
@@ -72,28 +72,26 @@ export function dedupeId(event: string, id: string): string {
 }
 
 /**
- * Stores the delivery and its dedupe mark in ONE atomic Redis script (BullMQ's deduplication in
- * throttle mode): no moment exists in which a delivery is marked seen but not queued, so a crash
- * can never swallow one. The key outlives the job (removeOnComplete does not clear a key with a
- * ttl), so a retry after processing is still recognised. A fresh jobId per call tells the
- * outcome: BullMQ returns the earlier job's id when it deduplicated.
+ * Stores the body as sent (`delivery`, its parse, gives the dedupe id) and its dedupe mark in ONE
+ * atomic Redis script (BullMQ's deduplication in throttle mode): no moment exists in which a
+ * delivery is marked seen but not queued, so a crash can never swallow one. The key outlives the
+ * job (removeOnComplete does not clear a key with a ttl), so a retry after processing is still
+ * recognised. A fresh jobId per call tells the outcome: BullMQ returns the earlier job's id when
+ * it deduplicated.
  */
 async function enqueueDelivery(
   queue: DeliveryQueue,
   delivery: Delivery,
+  body: string,
   dedupeTtlSeconds: number,
 ): Promise<EnqueueResult> {
   const jobId = randomUUID();
-  const job = await queue.add(
-    delivery.event,
-    { event: delivery, receivedAt: new Date().toISOString() },
-    {
-      jobId,
-      deduplication: {
-        id: dedupeId(delivery.event, delivery.data.id),
-        ttl: dedupeTtlSeconds * 1000,
-      },
+  const job = await queue.add(delivery.event, deliveryJobData(body, new Date()), {
+    jobId,
+    deduplication: {
+      id: dedupeId(delivery.event, delivery.data.id),
+      ttl: dedupeTtlSeconds * 1000,
     },
-  );
+  });
   return { jobId: job.id ?? jobId, duplicate: job.id !== jobId };
 }

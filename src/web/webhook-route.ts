@@ -111,7 +111,7 @@ async function receive(
 
   const { event } = parsed;
   const stopTimer = metrics.enqueueSeconds.startTimer();
-  const result = await deps.store(event).catch((error: unknown) => {
+  const result = await deps.store(event, parsed.text).catch((error: unknown) => {
     // A Redis that stalls or fails must show in the histogram, not only the ones that answered.
     stopTimer({ result: 'failed' });
     if (error instanceof StorageUnavailableError) {

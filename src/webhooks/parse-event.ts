@@ -5,7 +5,13 @@ import { exceedsJsonDepth, MAX_JSON_DEPTH } from './json-depth.js';
 
 /** A verified body, parsed; `ok: false` carries the reason a 400 gives the sender. */
 export type ParsedDelivery =
-  | { readonly ok: true; readonly known: true; readonly event: Delivery }
+  | {
+      readonly ok: true;
+      readonly known: true;
+      readonly event: Delivery;
+      /** The body's text, as sent: what the queue keeps. */
+      readonly text: string;
+    }
   | { readonly ok: true; readonly known: false; readonly event: string; readonly id: string }
   | { readonly ok: false; readonly detail: string };
 
@@ -36,9 +42,11 @@ export function parseEvent(
   custom: CustomEvents = NO_CUSTOM_EVENTS,
 ): ParsedDelivery {
   let json: unknown;
+  let text: string;
   try {
+    text = utf8.decode(body);
     // V8's JSON.parse is iterative: any depth parses without overflowing the stack.
-    json = JSON.parse(utf8.decode(body));
+    json = JSON.parse(text);
   } catch {
     return refuse('body is not valid UTF-8 JSON');
   }
@@ -69,7 +77,7 @@ export function parseEvent(
     if (!result.success) return refuse(invalid(event, result.error.issues));
   }
   // The envelope checks above proved `event` and `data.id` non-empty strings.
-  return { ok: true, known: true, event: json as unknown as Delivery };
+  return { ok: true, known: true, event: json as unknown as Delivery, text };
 }
 
 function invalid(

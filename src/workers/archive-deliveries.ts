@@ -2,7 +2,7 @@ import { Counter, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { createArchive } from '../archive/archive.js';
-import type { DeliveryJobData } from '../queue/delivery-queue.js';
+import type { Delivery } from '../webhooks/define-event.js';
 import { withDeadline } from '../redis/deadline.js';
 import type { AudioStore } from '../storage/audio-store.js';
 
@@ -16,7 +16,12 @@ export interface DeliveryArchiver {
    * Archives a job's delivery (a replay's is archived already). Never rejects and never waits
    * past its deadline: a failure is logged and counted, and the delivery is handled anyway.
    */
-  record(data: DeliveryJobData, jobId: string): Promise<void>;
+  record(job: {
+    readonly delivery: Delivery;
+    readonly jobId: string;
+    readonly receivedAt: string;
+    readonly replay: boolean;
+  }): Promise<void>;
   /** Stops the sweeps. */
   stop(): void;
 }
@@ -69,11 +74,11 @@ export function startArchiving(
   timer.unref();
 
   return {
-    async record(data, jobId) {
-      if (data.replay !== undefined) return;
+    async record({ delivery, jobId, receivedAt, replay }) {
+      if (replay) return;
       try {
         await withDeadline(
-          archive.record({ delivery: data.event, jobId, receivedAt: data.receivedAt }),
+          archive.record({ delivery, jobId, receivedAt }),
           WRITE_DEADLINE_MS,
           'the archive write',
         );
@@ -81,7 +86,7 @@ export function startArchiving(
       } catch (error: unknown) {
         writes.inc({ result: 'failed' });
         logger.error(
-          { err: error, jobId, event: data.event.event, id: data.event.data.id },
+          { err: error, jobId, event: delivery.event, id: delivery.data.id },
           'archive write failed; the delivery is handled anyway, but replay will not find it',
         );
       }

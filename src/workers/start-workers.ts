@@ -7,6 +7,8 @@ import { boundedJobCounts } from '../queue/job-counts.js';
 import {
   createDeliveryQueue,
   DELIVERY_QUEUE,
+  deliveryOf,
+  handledData,
   type DeliveryJobData,
 } from '../queue/delivery-queue.js';
 import { createWorkerRedis, redisTarget } from '../redis/connections.js';
@@ -115,34 +117,41 @@ export async function startWorkers(
     DELIVERY_QUEUE,
     (job) =>
       liveness.track(async () => {
+        const delivery = deliveryOf(job.data);
+        // Handled already: its worker died after the last step below, before BullMQ marked it.
+        if (delivery === undefined) return undefined;
+        const info = {
+          delivery,
+          jobId: job.id ?? '',
+          receivedAt: job.data.receivedAt,
+          attempt: job.attemptsMade + 1,
+          // A job taken over after its worker died keeps attemptsMade; attemptsStarted counts it.
+          firstRun: job.attemptsStarted <= 1 && job.data.replay === undefined,
+          replay: job.data.replay !== undefined,
+        };
         // Archived while it is handled, not before: the archive never delays a delivery. The job
         // ends only once its archive write has ended (done, or failed and counted).
-        const archived = archiver?.record(job.data, job.id ?? '');
-        let stored: AudioMetadata | undefined;
+        const archived = archiver?.record(info);
+        let result: unknown;
         try {
-          const result = await dispatch(
-            {
-              delivery: job.data.event,
-              jobId: job.id ?? '',
-              receivedAt: job.data.receivedAt,
-              attempt: job.attemptsMade + 1,
-              // A job taken over after its worker died keeps attemptsMade; attemptsStarted counts it.
-              firstRun: job.attemptsStarted <= 1 && job.data.replay === undefined,
-              replay: job.data.replay !== undefined,
-              onStored: (metadata) => (stored = metadata),
-            },
+          let stored: AudioMetadata | undefined;
+          result = await dispatch(
+            { ...info, onStored: (metadata) => (stored = metadata) },
             context,
           );
           // Handled: now the message. A worker killed before this line leaves the job to be run
           // again, which finds the audio stored (no download) and forwards then.
           await forwarding?.forward(
             job.id ?? '',
-            forwardMessage(job.data.event, new Date(), stored),
+            forwardMessage(delivery, job.data.body, new Date(), stored),
           );
-          return result;
         } finally {
           await archived;
         }
+        // Last: the completed job keeps a record, not the payload (the archive and the forward
+        // job hold it). A 1.5 MB body left 22.6 MB in Redis when completed jobs kept it.
+        await job.updateData(handledData(job.data, delivery));
+        return result;
       }),
     {
       // Shared with the records; BullMQ duplicates it for its blocking reads.

@@ -5,7 +5,7 @@ import type { Job } from 'bullmq';
 import request from 'supertest';
 import { runCli } from '../../src/cli/main';
 import { createLogger } from '../../src/logger';
-import type { DeliveryJobData } from '../../src/queue/delivery-queue';
+import { jobItemId, type DeliveryJobData } from '../../src/queue/delivery-queue';
 import type { CustomEvents } from '../../src/webhooks/custom-events';
 import type { Hooks } from '../../src/workers/hooks';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers';
@@ -61,7 +61,7 @@ export async function startTestPipeline(
   const outcomes = new Map<string, Settled>();
   const waiters = new Map<string, (s: Settled) => void>();
   const settle = (job: Job<DeliveryJobData> | undefined, outcome: Settled) => {
-    const id = job?.data.event.data.id;
+    const id = job === undefined ? undefined : jobItemId(job.data);
     if (id === undefined) return;
     outcomes.set(id, outcome);
     waiters.get(id)?.(outcome);

@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import { Pool } from 'undici';
+import { jobItemId } from '../../src/queue/delivery-queue';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { createTestReceiver, signed, type TestReceiver } from '../helpers/test-receiver';
 
@@ -50,6 +51,6 @@ it('1,000 concurrent deliveries of which 100 are duplicates leave exactly 900 jo
   });
   expect(answers.filter((a) => a.body.duplicate === true)).toHaveLength(100);
   expect(await receiver.queue.getJobCounts('waiting')).toEqual({ waiting: 900 });
-  const ids = (await receiver.queue.getWaiting(0, -1)).map((job) => job.data.event.data.id);
+  const ids = (await receiver.queue.getWaiting(0, -1)).map((job) => jobItemId(job.data));
   expect(new Set(ids)).toEqual(new Set(originals.map((d) => (d.data as { id: string }).id)));
 });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
+import { destinationName } from '../../src/forward/destinations';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { eventually } from '../../src/util/eventually';
 import {
@@ -154,7 +155,9 @@ it('200 deliveries from the sandbox: 200 messages at an HTTP endpoint, a JetStre
   const metrics = await request(`http://127.0.0.1:${port}/metrics`);
   const text = await metrics.body.text();
   expect(text).not.toContain('guest');
-  const rabbitName = rabbit.url.replace('guest:guest@', '');
+  const rabbitName = destinationName(new URL(rabbit.url));
+  // Named by scheme, host, port and a hash: no path, vhost, exchange or routing key shown.
+  expect(rabbitName).toMatch(/^amqp:\/\/127\.0\.0\.1:5672~[0-9a-f]{8}$/);
   expect(text).toMatch(
     new RegExp(
       `webhook_forwards_total\\{destination="${rabbitName.replace(/[.?*+^$()[\]{}|\\]/g, '\\$&')}",result="sent"\\} \\d+`,
@@ -304,7 +307,7 @@ describe('in one pipeline', () => {
     expect(listed).toEqual([
       expect.objectContaining({
         kind: 'forward',
-        destination: endpoint.url,
+        destination: destinationName(new URL(endpoint.url)),
         message_id: `audio.ready:${id}`,
         event: 'audio.ready',
         data_id: id,
@@ -313,7 +316,8 @@ describe('in one pipeline', () => {
       }),
     ]);
     const table = await pipeline.cli('failures');
-    expect(table.stdout).toContain(endpoint.url);
+    expect(table.stdout).toContain(destinationName(new URL(endpoint.url)));
+    expect(table.stdout).not.toContain(new URL(endpoint.url).pathname);
     expect(table.stdout).toContain('forwards past FORWARD_ATTEMPTS');
 
     // The endpoint fails the first try after the retry too: a retry that kept the job's attempts

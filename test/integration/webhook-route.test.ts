@@ -50,7 +50,11 @@ describe('POST /webhooks', () => {
     const stored = await jobs();
     expect(stored).toHaveLength(1);
     expect(stored[0]?.name).toBe('audio.ready');
-    expect(stored[0]?.data).toEqual({ event: delivery, receivedAt: expect.any(String) });
+    // The body as sent, byte for byte: not a re-serialised copy.
+    expect(stored[0]?.data).toEqual({
+      body: JSON.stringify(delivery),
+      receivedAt: expect.any(String),
+    });
   });
 
   it('200 duplicate: the same event + data.id again, even re-signed later', async () => {
