@@ -16,6 +16,7 @@ import { serveWorkerHealth } from './workers/health-server.js';
 import { CaFileError } from './workers/worker-context.js';
 import type { Logger } from 'pino';
 import { readyWithin } from './redis/connections.js';
+import { DeadlineError } from './redis/deadline.js';
 import { EventDefinitionError } from './webhooks/custom-events.js';
 
 /**
@@ -141,8 +142,18 @@ async function startWeb(config: Config, logger: Logger, options: ReceiverOptions
 
 const CLUSTER_READY_WAIT_MS = 2_000;
 
-/** Errors an operator fixes by changing a setting: their message says which; no stack helps. */
-const SETTING_ERRORS = [ConfigError, ListenError, StorageError, CaFileError, EventDefinitionError];
+/**
+ * Errors an operator fixes by changing a setting, or a start-up wait that ran out (its message
+ * names what it waited on): the message says which; no stack helps.
+ */
+const SETTING_ERRORS = [
+  ConfigError,
+  ListenError,
+  StorageError,
+  CaFileError,
+  EventDefinitionError,
+  DeadlineError,
+];
 
 main().catch((error: unknown) => {
   const known = SETTING_ERRORS.some((kind) => error instanceof kind);

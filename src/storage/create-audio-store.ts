@@ -1,11 +1,21 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import { DeadlineError, withDeadline } from '../redis/deadline.js';
 import type { AudioStore } from './audio-store.js';
 import { createLocalAudioStore } from './local-audio-store.js';
 import { createS3AudioStore } from './s3-audio-store.js';
+import { StorageError } from './storage-errors.js';
 
 /** src/custom/store.ts's `createStore`. */
 export type CreateStore = (config: Config, logger: Logger) => Promise<AudioStore>;
+
+/**
+ * How long opening the store may take, its check included. A hung mount (an NFS server gone, a
+ * FUSE daemon stuck) never answers the probe write, and the worker used to wait for it for ever
+ * without a line. Longer than the bucket check's own 10 s (s3-audio-store.ts), so that one's
+ * more precise message wins when it applies.
+ */
+export const STORE_CHECK_DEADLINE_MS = 15_000;
 
 export interface OpenStoreOptions {
   /** src/custom/store.ts's, which wins over AUDIO_STORE when there. @defaultValue none */
@@ -22,8 +32,8 @@ export interface OpenStoreOptions {
 /**
  * THE way to open the audio store, for the workers and the CLI alike: src/custom/store.ts's
  * when there is one, else the one AUDIO_STORE chooses, checked before use: AUDIO_DIR writable,
- * or the bucket reachable and usable. Either failure is a StorageError whose message names the
- * settings to fix.
+ * or the bucket reachable and usable. Any failure, a check that does not answer within
+ * STORE_CHECK_DEADLINE_MS included, is a StorageError whose message names the settings to fix.
  */
 export async function createAudioStore(
   config: Config,
@@ -31,10 +41,34 @@ export async function createAudioStore(
 ): Promise<AudioStore> {
   if (custom !== undefined) {
     if (logger === undefined) throw new Error('a custom store needs a logger');
-    return custom(config, logger);
+    return bounded(custom(config, logger), "src/custom/store.ts's createStore");
   }
-  if (config.audioStore === 'local') return createLocalAudioStore(config.audioDir, { writable });
+  if (config.audioStore === 'local') {
+    const what = writable
+      ? `the start-up check of AUDIO_DIR ${config.audioDir} (create it, write and fsync a probe file)`
+      : `opening AUDIO_DIR ${config.audioDir}`;
+    return bounded(createLocalAudioStore(config.audioDir, { writable }), what);
+  }
   const store = createS3AudioStore(config);
-  await store.checkBucket();
+  await bounded(
+    store.checkBucket(),
+    `the start-up check of S3_BUCKET ${config.s3Bucket} at S3_ENDPOINT ${config.s3Endpoint ?? '(AWS)'} (HeadBucket)`,
+  );
   return store;
+}
+
+/**
+ * `opening`, or a StorageError naming what it waited on: the one bound on every store's check,
+ * here rather than in each store, so a fork's store gets it too. A check still blocked in a
+ * system call is left behind; the caller gives up on the store (main.ts exits).
+ */
+async function bounded<T>(opening: Promise<T>, what: string): Promise<T> {
+  try {
+    return await withDeadline(opening, STORE_CHECK_DEADLINE_MS, what);
+  } catch (error: unknown) {
+    if (!(error instanceof DeadlineError)) throw error;
+    throw new StorageError(`${error.message}: is the volume or the network hung?`, undefined, {
+      cause: error,
+    });
+  }
 }

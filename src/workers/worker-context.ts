@@ -7,7 +7,8 @@ import { createGuardedAgent } from '../download/guarded-agent.js';
 import { createFailureLog } from '../records/failure-log.js';
 import { createRevocationRegistry } from '../records/revocation-registry.js';
 import type { AudioMetadata, AudioStore } from '../storage/audio-store.js';
-import { createAudioStore } from '../storage/create-audio-store.js';
+import { withDeadline } from '../redis/deadline.js';
+import { createAudioStore, STORE_CHECK_DEADLINE_MS } from '../storage/create-audio-store.js';
 import { NO_CUSTOM_EVENTS, type CustomEvents } from '../webhooks/custom-events.js';
 import { createAudioDownloader, type DeliveryInfo } from './download-audio.js';
 import { readOnly, type HookContext, type Hooks } from './hooks.js';
@@ -43,7 +44,12 @@ export async function createWorkerContext(
   options: ContextOptions,
 ): Promise<WorkerContext> {
   const store = options.store ?? (await createAudioStore(config));
-  const removed = await store.removeStaleTemps();
+  // Bounded like the store's check: the same volume, listed before the first job.
+  const removed = await withDeadline(
+    store.removeStaleTemps(),
+    STORE_CHECK_DEADLINE_MS,
+    "the start-up sweep of the store's partial downloads",
+  );
   if (removed.length > 0)
     logger.warn({ removed }, 'removed partial downloads left by a killed process');
   const ca = [
@@ -95,8 +101,12 @@ export class CaFileError extends Error {
   override name = 'CaFileError';
 }
 
+/** A CA file is a few kB on a local disk; one that takes this long is a FIFO or a hung mount. */
+const CA_FILE_DEADLINE_MS = 5_000;
+
 async function readCaFile(path: string): Promise<string> {
-  const pem = await readFile(path, 'utf8').catch((error: unknown) => {
+  const read = withDeadline(readFile(path, 'utf8'), CA_FILE_DEADLINE_MS, 'reading it');
+  const pem = await read.catch((error: unknown) => {
     throw new CaFileError(`DOWNLOAD_CA_FILE ${path} cannot be read: ${String(error)}`);
   });
   if (!pem.includes('-----BEGIN CERTIFICATE-----')) {

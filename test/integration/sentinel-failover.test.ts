@@ -3,9 +3,11 @@ import { Redis } from 'ioredis';
 import request from 'supertest';
 import { createLogger } from '../../src/logger';
 import { dedupeId } from '../../src/queue/enqueue-delivery';
+import { dropConnection } from '../../src/redis/connections';
+import { withDeadline } from '../../src/redis/deadline';
 import { startWorkers } from '../../src/workers/start-workers';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
-import { startPrivateRedis, startPrivateSentinel } from '../helpers/private-redis';
+import { startPrivateRedis, startPrivateSentinel, whenReady } from '../helpers/private-redis';
 import { eventually } from '../helpers/sandbox-process';
 import { createTestReceiver, signed, testConfig } from '../helpers/test-receiver';
 
@@ -38,6 +40,13 @@ async function failoverUnderLoad(waitReplicas: number): Promise<Outcome> {
   const sentinels = await Promise.all([0, 1, 2].map(() => startPrivateSentinel(primary.port, 2)));
   const all: { stop(): Promise<void> }[] = [primary, ...replicas, ...sentinels];
   const probe = new Redis(sentinels[0]!.port, '127.0.0.1');
+  // Closed in reverse order in `finally`, whatever failed: a client left open keeps reconnecting
+  // to the stopped servers for ever, and Jest then never exits (CI hung until killed).
+  const closers: (() => Promise<void> | void)[] = [
+    () => {
+      dropConnection(probe);
+    },
+  ];
   try {
     // The Sentinels know each other and both replicas before anything happens.
     await eventually(
@@ -58,6 +67,12 @@ async function failoverUnderLoad(waitReplicas: number): Promise<Outcome> {
       REDIS_WAIT_TIMEOUT_MS: '500',
     };
     const receiver = await createTestReceiver(env);
+    // close() deletes the test's keys first; should that fail or hang, the connection still goes.
+    closers.push(() =>
+      withDeadline(receiver.close(), 10_000, 'the receiver close').finally(() => {
+        dropConnection(receiver.redis);
+      }),
+    );
     const accepted: string[] = [];
     let unavailable = 0;
     let killedAt = 0;
@@ -91,12 +106,28 @@ async function failoverUnderLoad(waitReplicas: number): Promise<Outcome> {
     for (const replica of replicas) replica.thaw();
     await Promise.all(senders);
 
+    // Under load the failover can outlast the run: read nothing until the Sentinels name the new
+    // primary and the receiver's connection is back on it. Its reads fail fast while it is not
+    // (enableOfflineQueue: false): one made mid-failover failed this test with "Stream isn't
+    // writeable", and skipped the closes that followed it.
+    const promoted = await eventually(
+      async () => {
+        const [host, port] = (await probe.call(
+          'SENTINEL',
+          'GET-MASTER-ADDR-BY-NAME',
+          'mymaster',
+        )) as [string, string];
+        return Number(port) === primary.port ? undefined : { host, port: Number(port) };
+      },
+      { timeoutMs: 30_000, everyMs: 200 },
+    );
+    await whenReady(receiver.redis, 30_000);
+
     // Every delivery answered 2xx must be on the new primary.
-    const promoted = (await probe.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', 'mymaster')) as [
-      string,
-      string,
-    ];
-    const fresh = new Redis(Number(promoted[1]), promoted[0]);
+    const fresh = new Redis(promoted.port, promoted.host);
+    closers.push(() => {
+      dropConnection(fresh);
+    });
     const pipeline = fresh.pipeline();
     for (const id of accepted)
       pipeline.exists(`${prefix}:deliveries:de:${dedupeId('audio.failed', id)}`);
@@ -105,23 +136,37 @@ async function failoverUnderLoad(waitReplicas: number): Promise<Outcome> {
 
     // A worker on the same Sentinels drains what was acknowledged.
     const workers = await startWorkers(testConfig(env), createLogger('silent'));
+    closers.push(() => workers.close());
     const expected = accepted.length - lost;
     await eventually(
       async () => {
-        const counts = await receiver.queue.getJobCounts('completed', 'waiting', 'active');
+        // A read the fail-fast connection refuses (a late role change) is "not yet".
+        const counts = await receiver.queue
+          .getJobCounts('completed', 'waiting', 'active')
+          .catch(() => undefined);
+        if (counts === undefined) return undefined;
         return counts.waiting === 0 && counts.active === 0 && (counts.completed ?? 0) >= expected
           ? true
           : undefined;
       },
       { timeoutMs: 30_000, everyMs: 250 },
     );
-    await workers.close();
-    await receiver.close();
-    fresh.disconnect();
     return { accepted, lost, unavailable, recoveredMs: firstOkAfterKill - killedAt };
   } finally {
-    probe.disconnect();
+    await closeAll(closers);
     for (const process of all) await process.stop();
+  }
+}
+
+/**
+ * Runs every closer, newest first, each bounded, even when one fails; a failure is reported, not
+ * thrown, so that it cannot hide the test's own. Clients close before the servers stop.
+ */
+async function closeAll(closers: (() => Promise<void> | void)[]): Promise<void> {
+  for (const close of closers.reverse()) {
+    await withDeadline(Promise.resolve(close()), 15_000, 'a close').catch((error: unknown) => {
+      process.stderr.write(`teardown: ${String(error)}\n`);
+    });
   }
 }
 
