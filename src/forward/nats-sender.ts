@@ -1,13 +1,71 @@
-import { connect, Events, headers, type NatsConnection, type ConnectionOptions } from 'nats';
-import { abortable, ForwardError, type Sender } from './sender.js';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { subscribe } from 'node:diagnostics_channel';
+import { Socket } from 'node:net';
+import {
+  connect,
+  ErrorCode,
+  Events,
+  headers,
+  NatsError,
+  type ConnectionOptions,
+  type NatsConnection,
+} from 'nats';
+import { abortable, ForwardError, PermanentForwardError, type Sender } from './sender.js';
+
+/**
+ * The sockets a connection's client dialled, so that the sender can close them itself: `nats`
+ * 2.29.3 leaves the socket open when a connect times out (it only closes a transport that got
+ * as far as the server's INFO), and an endpoint that accepts TCP and never answers kept one
+ * socket per attempt, 6 attempts, 6 sockets, after `close()` too. Node announces every client
+ * socket on the `net.client.socket` channel from inside `net.connect`, and the client dials from
+ * the async context of the `connect()` call, so the store names the connection it dials for.
+ */
+const dialled = new AsyncLocalStorage<Set<Socket>>();
+subscribe('net.client.socket', (message) => {
+  const sockets = dialled.getStore();
+  const { socket } = message as { socket?: unknown };
+  if (sockets === undefined || !(socket instanceof Socket)) return;
+  // The client holds one socket at a time and dials again only once it gave up the last one
+  // (closed on a disconnect, or left open after a dial that timed out).
+  for (const previous of sockets) previous.destroy();
+  sockets.clear();
+  sockets.add(socket);
+});
+
+/** The code of the client's own refusal of a message over the server's `max_payload`. */
+const MAX_PAYLOAD_EXCEEDED: string = ErrorCode.MaxPayloadExceeded;
+
+/** Destroys the connection's sockets and waits until their descriptors are closed. */
+async function release(sockets: Set<Socket>): Promise<void> {
+  const open = [...sockets].filter((socket) => !socket.closed);
+  sockets.clear();
+  await Promise.all(
+    open.map(
+      (socket) =>
+        // Not events.once: an 'error' on the way would reject it before the descriptor closed.
+        new Promise<void>((resolve) => {
+          socket.once('close', () => {
+            resolve();
+          });
+          socket.destroy();
+        }),
+    ),
+  );
+}
+
+interface Live {
+  readonly nc: NatsConnection;
+  readonly sockets: Set<Socket>;
+  readonly connected: () => boolean;
+}
 
 /**
  * Publishes each message to JetStream (the official `nats` client) with `Nats-Msg-Id` set to
  * its id, so a stream's duplicate window drops a repeat, and resolves on the stream's PubAck:
- * stored, not just sent. One connection per process, opened on the first message; the client
- * reconnects by itself, and while it is disconnected a send fails at once instead of waiting
- * in the client's buffer (a forward slot held for a down server would delay other
- * destinations). The stream itself is the team's: a subject no stream takes is an error.
+ * stored, not just sent. One connection per destination, opened on the first message and reused;
+ * while it is disconnected a send fails at once instead of waiting in the client's buffer (a
+ * forward slot held for a down server would delay other destinations). The stream itself is the
+ * team's: a subject no stream takes is an error.
  */
 export function createNatsSender(url: URL, subject: string, timeoutMs: number): Sender {
   const options: ConnectionOptions = {
@@ -15,7 +73,10 @@ export function createNatsSender(url: URL, subject: string, timeoutMs: number): 
     name: 'audio-webhooks',
     timeout: timeoutMs,
     reconnect: true,
-    maxReconnectAttempts: -1,
+    // Ten tries a second apart ride out a server restart; past them the client closes, its
+    // sockets are released, and the next message connects afresh, so a server gone for good
+    // holds nothing between attempts.
+    maxReconnectAttempts: 10,
     reconnectTimeWait: 1000,
     ...(url.password !== ''
       ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) }
@@ -23,27 +84,40 @@ export function createNatsSender(url: URL, subject: string, timeoutMs: number): 
         ? { token: decodeURIComponent(url.username) }
         : {}),
   };
-  let current: Promise<{ nc: NatsConnection; connected: () => boolean }> | undefined;
-  const open = () =>
-    (current ??= connect(options).then(
-      (nc) => {
-        let connected = true;
-        void (async () => {
-          for await (const status of nc.status()) {
-            if (status.type === Events.Disconnect) connected = false;
-            if (status.type === Events.Reconnect) connected = true;
-          }
-        })();
-        void nc.closed().then(() => {
-          current = undefined;
-        });
-        return { nc, connected: () => connected };
-      },
-      (error: unknown) => {
-        current = undefined;
-        throw new ForwardError(`cannot connect: ${String(error)}`, { cause: error });
-      },
-    ));
+  let closed = false;
+  let current: Promise<Live> | undefined;
+
+  const open = (): Promise<Live> => {
+    if (closed) return Promise.reject(new ForwardError('the sender is closed'));
+    if (current !== undefined) return current;
+    const sockets = new Set<Socket>();
+    const opening: Promise<Live> = dialled
+      .run(sockets, () => connect(options))
+      .then(
+        (nc) => {
+          let connected = true;
+          void (async () => {
+            for await (const status of nc.status()) {
+              if (status.type === Events.Disconnect) connected = false;
+              if (status.type === Events.Reconnect) connected = true;
+            }
+          })();
+          void nc.closed().then(async () => {
+            if (current === opening) current = undefined;
+            await release(sockets);
+          });
+          return { nc, sockets, connected: () => connected };
+        },
+        async (error: unknown) => {
+          if (current === opening) current = undefined;
+          await release(sockets);
+          throw new ForwardError(`cannot connect: ${String(error)}`, { cause: error });
+        },
+      );
+    current = opening;
+    return opening;
+  };
+
   return {
     async send({ id, body }, signal) {
       const { nc, connected } = await abortable(open(), signal, 'connecting');
@@ -55,6 +129,19 @@ export function createNatsSender(url: URL, subject: string, timeoutMs: number): 
         .publish(subject, body, { msgID: id, headers: h, timeout: timeoutMs })
         .catch((error: unknown) => {
           const text = String(error);
+          // The client refuses before sending what the server's INFO says it would refuse
+          // ("Maximum Payload Violation", which also ends the connection): no retry can pass.
+          if (
+            (error instanceof NatsError && error.code === MAX_PAYLOAD_EXCEEDED) ||
+            /maximum payload/i.test(text)
+          ) {
+            const limit = nc.info?.max_payload;
+            throw new PermanentForwardError(
+              `a message of ${Buffer.byteLength(body)} bytes is over the server's max_payload` +
+                (limit === undefined ? '' : ` of ${limit} bytes`),
+              { cause: error },
+            );
+          }
           throw new ForwardError(
             /503|no responders/i.test(text)
               ? `no JetStream stream takes subject ${subject}`
@@ -64,8 +151,11 @@ export function createNatsSender(url: URL, subject: string, timeoutMs: number): 
         });
     },
     async close() {
-      const opened = await current?.catch(() => undefined);
-      await opened?.nc.close();
+      closed = true;
+      const live = await current?.catch(() => undefined);
+      if (live === undefined) return;
+      await live.nc.close();
+      await release(live.sockets);
     },
   };
 }
