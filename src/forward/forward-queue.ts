@@ -38,6 +38,9 @@ export function createForwardQueue(connection: ConnectionOptions, prefix: string
     defaultJobOptions: {
       attempts: FORWARD_ATTEMPTS_CEILING,
       backoff: { type: 'forward-delay' },
+      // The reason is the job's failedReason and data.reasons; BullMQ would also keep a stack
+      // per attempt (about 700 bytes each, the whole job again for a small message).
+      stackTraceLimit: 0,
     },
   });
 }
