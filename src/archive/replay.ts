@@ -133,7 +133,7 @@ export async function replayDeliveries(
     const jobs = batch.map((entry) => ({
       name: entry.event,
       data: {
-        event: entry.delivery,
+        body: JSON.stringify(entry.delivery),
         receivedAt: entry.received_at,
         replay: { of: entry.job_id, at },
       },

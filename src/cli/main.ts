@@ -12,7 +12,13 @@ import { createFailureLog } from '../records/failure-log.js';
 import { createRevocationRegistry } from '../records/revocation-registry.js';
 import { describeError, MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
-import { FORWARD_COLUMNS, failedForwards, listFailed, retryFailed } from './queue-commands.js';
+import {
+  audioFailedRow,
+  FORWARD_COLUMNS,
+  failedForwards,
+  listFailed,
+  retryFailed,
+} from './queue-commands.js';
 import { createForwardQueue } from '../forward/forward-queue.js';
 import { runTts, runVoices } from './provider-commands.js';
 import { runSandbox, SANDBOX_FLAGS } from './sandbox-command.js';
@@ -211,10 +217,11 @@ async function runRedisCommand(
   const forwards = createForwardQueue(redis, prefix);
   try {
     if (command === 'failures') {
-      const failures = await createFailureLog(redis, prefix).list();
+      const failures = (await createFailureLog(redis, prefix).list()).map(audioFailedRow);
       const forwardRows = await failedForwards(forwards);
       if (json) printRows(output, [...failures, ...forwardRows], [], true);
       else {
+        output.out('audio.failed deliveries recorded (the provider could not make the audio):\n');
         printRows(output, failures, ['id', 'received_at', 'payload'], false);
         if (forwardRows.length > 0) {
           output.out(

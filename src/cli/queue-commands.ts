@@ -4,6 +4,7 @@ import { OperationalError } from './cli-errors.js';
 import type { ForwardQueue } from '../forward/forward-queue.js';
 import { printRows, type Output, type Row } from './print.js';
 import { counted } from '../util/counted.js';
+import type { RecordedFailure } from '../records/failure-log.js';
 import { jsonMember } from '../webhooks/json-member.js';
 
 function failedRow(job: Job<DeliveryJobData>) {
@@ -17,19 +18,62 @@ function failedRow(job: Job<DeliveryJobData>) {
   };
 }
 
-/** `failed`: jobs kept after their last attempt, newest first. */
+/** `failed`: jobs kept after their last attempt, newest first, one per item. */
 export async function listFailed(
   queue: DeliveryQueue,
   json: boolean,
   output: Output,
 ): Promise<number> {
-  const jobs = await queue.getFailed(0, -1);
-  printRows(output, jobs.map(failedRow), ['id', 'event', 'data_id', 'reason', 'attempts'], json);
+  const { latest } = await failedByItem(queue);
+  printRows(output, latest.map(failedRow), ['id', 'event', 'data_id', 'reason', 'attempts'], json);
   return 0;
+}
+
+/**
+ * The failed delivery jobs, newest first, split into the latest of each item (event and
+ * data.id) and the earlier ones it supersedes: a replay of a failed item that fails again is a
+ * second failed job for it, and `retry --all` ran both, so the item was handled twice and listed
+ * twice. Both hold the same delivery; the latest is the one to show and to run again.
+ */
+async function failedByItem(
+  queue: DeliveryQueue,
+): Promise<{ latest: Job<DeliveryJobData>[]; superseded: Job<DeliveryJobData>[] }> {
+  const jobs = (await queue.getFailed(0, -1)).sort(
+    (a, b) => (b.finishedOn ?? 0) - (a.finishedOn ?? 0),
+  );
+  const seen = new Set<string>();
+  const latest: Job<DeliveryJobData>[] = [];
+  const superseded: Job<DeliveryJobData>[] = [];
+  for (const job of jobs) {
+    const item = JSON.stringify([job.name, jobItemId(job.data)]);
+    if (seen.has(item)) superseded.push(job);
+    else {
+      seen.add(item);
+      latest.push(job);
+    }
+  }
+  return { latest, superseded };
 }
 
 /** The columns of `failures`' table of forwards. */
 export const FORWARD_COLUMNS = ['id', 'destination', 'message_id', 'reason', 'attempts'];
+
+/**
+ * A recorded `audio.failed` as a row of `failures`, in the shape of a forward's row: `kind`,
+ * `id` (here data.id, as `failures` has always shown it), `event`, `data_id` and `at` (when it
+ * was received) in both, then what is its own (`payload`, the delivery's data).
+ */
+export function audioFailedRow(failure: RecordedFailure): Row {
+  return {
+    kind: 'audio.failed',
+    id: failure.id,
+    event: 'audio.failed',
+    data_id: failure.id,
+    at: failure.received_at,
+    received_at: failure.received_at,
+    payload: failure.payload,
+  };
+}
 
 /**
  * Forwards past FORWARD_ATTEMPTS, newest first, one row per destination that did not take the
@@ -39,15 +83,15 @@ export async function failedForwards(queue: ForwardQueue): Promise<Row[]> {
   const jobs = await queue.getFailed(0, -1);
   return jobs.flatMap((job) =>
     job.data.destinations.map((destination) => ({
-      id: job.id ?? null,
       kind: 'forward',
+      id: job.id ?? null,
       event: job.name,
       data_id: itemId(job.data.body),
-      message_id: job.data.messageId,
+      at: job.finishedOn === undefined ? null : new Date(job.finishedOn).toISOString(),
       destination,
+      message_id: job.data.messageId,
       reason: job.data.reasons?.[destination] ?? job.failedReason,
       attempts: job.attemptsMade,
-      failed_at: job.finishedOn === undefined ? null : new Date(job.finishedOn).toISOString(),
     })),
   );
 }
@@ -62,13 +106,16 @@ export async function retryFailed(
   jobId: string | undefined,
   output: Output,
 ): Promise<number> {
+  const [deliveries, forwards] = queues;
   if (jobId === undefined) {
-    let count = 0;
-    for (const queue of queues) count += await retryAll(queue);
+    const { latest, superseded } = await failedByItem(deliveries);
+    // The earlier failed jobs of an item hold the delivery its latest one runs again.
+    for (const job of superseded) await job.remove();
+    for (const job of latest) await job.retry('failed', FRESH_ATTEMPTS);
+    const count = latest.length + (await retryAll(forwards));
     output.out(`${counted(count, 'failed job')} put back on the queue\n`);
     return 0;
   }
-  const [deliveries, forwards] = queues;
   const job = (await deliveries.getJob(jobId)) ?? (await forwards.getJob(jobId));
   if (job === undefined) throw new OperationalError(`no job ${jobId}`);
   if (!(await job.isFailed()))
@@ -82,7 +129,7 @@ const FRESH_ATTEMPTS = { resetAttemptsMade: true, resetAttemptsStarted: true } a
 /** Failed jobs read per round trip by `retry --all`: a page, not the whole failed set. */
 const RETRY_PAGE = 100;
 
-async function retryAll(queue: DeliveryQueue | ForwardQueue): Promise<number> {
+async function retryAll(queue: ForwardQueue): Promise<number> {
   let count = 0;
   for (;;) {
     // Each retried job leaves the failed set: the first page is always the next one.

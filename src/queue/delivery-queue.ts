@@ -60,9 +60,20 @@ export function deliveryOf(data: DeliveryJobData): Delivery | undefined {
   return data.event;
 }
 
+/** An id as records and log lines show it: its first 200 characters (an id may be 1 MB). */
+export function shownId(id: string): string {
+  return id.length <= 200 ? id : Array.from(id).slice(0, 200).join('');
+}
+
 /** The item's data.id (a handled job's record has its first 200 characters). */
 export function jobItemId(data: DeliveryJobData): string | undefined {
-  return deliveryOf(data)?.data.id ?? data.handled?.id;
+  if (data.handled !== undefined) return data.handled.id;
+  try {
+    const id: unknown = deliveryOf(data)?.data.id;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined; // not JSON: a job from elsewhere than our receiver (dispatch refuses it)
+  }
 }
 
 /** The data a handled job keeps in place of its payload. */
@@ -73,7 +84,7 @@ export function handledData(data: DeliveryJobData, delivery: Delivery): Delivery
     ...(replay === undefined ? {} : { replay }),
     handled: {
       event: delivery.event,
-      id: Array.from(delivery.data.id).slice(0, 200).join(''),
+      id: shownId(delivery.data.id),
       at: new Date().toISOString(),
     },
   };

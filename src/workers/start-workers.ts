@@ -9,6 +9,8 @@ import {
   DELIVERY_QUEUE,
   deliveryOf,
   handledData,
+  jobItemId,
+  shownId,
   type DeliveryJobData,
 } from '../queue/delivery-queue.js';
 import { createWorkerRedis, redisTarget } from '../redis/connections.js';
@@ -177,7 +179,13 @@ export async function startWorkers(
     // BullMQ sets finishedOn when the job moved to failed for good (a retry resets it to null).
     const final = job === undefined || Boolean(job.finishedOn);
     logger[final ? 'error' : 'warn'](
-      { jobId: job?.id, event: job?.name, attemptsMade: job?.attemptsMade, reason: error.message },
+      {
+        jobId: job?.id,
+        event: job?.name,
+        id: job === undefined ? undefined : shownId(jobItemId(job.data) ?? ''),
+        attemptsMade: job?.attemptsMade,
+        reason: error.message,
+      },
       final ? 'job failed; kept for inspection (audio-webhooks failed)' : 'job failed; will retry',
     );
   });

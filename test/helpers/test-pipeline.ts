@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Job } from 'bullmq';
+import type { Logger } from 'pino';
 import request from 'supertest';
 import { runCli } from '../../src/cli/main';
 import { createLogger } from '../../src/logger';
@@ -42,7 +43,7 @@ export async function startTestPipeline(
   env: Record<string, string>,
   ca?: string,
   workerEnv: Record<string, string> = {},
-  custom: { customEvents?: CustomEvents; hooks?: Partial<Hooks> } = {},
+  custom: { customEvents?: CustomEvents; hooks?: Partial<Hooks>; workerLogger?: Logger } = {},
 ): Promise<TestPipeline> {
   const audioDir = mkdtempSync(join(tmpdir(), 'aw-audio-'));
   const fullEnv = { AUDIO_DIR: audioDir, DOWNLOAD_BACKOFF_MS: '20', ...env };
@@ -54,8 +55,9 @@ export async function startTestPipeline(
     QUEUE_PREFIX: receiver.config.queuePrefix,
     ...workerEnv,
   });
-  const workers = await startWorkers(workerConfig, createLogger('silent'), {
-    ...custom,
+  const { workerLogger = createLogger('silent'), ...options } = custom;
+  const workers = await startWorkers(workerConfig, workerLogger, {
+    ...options,
     ...(ca === undefined ? {} : { ca }),
   });
   const outcomes = new Map<string, Settled>();

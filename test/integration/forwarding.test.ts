@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { destinationName } from '../../src/forward/destinations';
+import { createForwardQueue } from '../../src/forward/forward-queue';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { eventually } from '../../src/util/eventually';
 import {
@@ -335,6 +336,50 @@ describe('in one pipeline', () => {
     expect(endpoint.inbox.ids()).toEqual([`audio.ready:${id}`]);
     expect(JSON.parse((await pipeline.cli('failures', '--json')).stdout)).toEqual([]);
     expect(cdn.hits.get(`/${id}.mp3`)).toBe(1);
+  });
+
+  it('a destination no longer configured fails at once, with its reason, while the others are still sent to', async () => {
+    const id = `gone-${randomUUID()}`;
+    const prefix = pipeline.receiver.config.queuePrefix;
+    const forwards = createForwardQueue(redis, prefix);
+    cleanups.push(() => forwards.close());
+    const gone = 'https://removed.example:443~0badc0de';
+    const body = JSON.stringify({
+      type: 'audio.failed',
+      id,
+      timestamp: new Date().toISOString(),
+      data: { id },
+    });
+    // As a worker of before left it: a destination since removed from FORWARD_URLS, and one still there.
+    await forwards.add(
+      'audio.failed',
+      {
+        destinations: [gone, destinationName(new URL(endpoint.url))],
+        messageId: `audio.failed:${id}`,
+        body,
+      },
+      { jobId: `gone-${id}` },
+    );
+    await endpoint.inbox.atLeast(1);
+    const failed = await eventually(async () => {
+      const job = await forwards.getJob(`gone-${id}`);
+      return (await job?.isFailed()) ? job : undefined;
+    });
+    // One attempt, not FORWARD_ATTEMPTS: nothing later can change it.
+    expect(failed.attemptsMade).toBe(1);
+    const rows = JSON.parse((await pipeline.cli('failures', '--json')).stdout) as Record<
+      string,
+      unknown
+    >[];
+    expect(rows).toEqual([
+      expect.objectContaining({
+        kind: 'forward',
+        destination: gone,
+        data_id: id,
+        reason: "no longer in this worker's forward destinations",
+        attempts: 1,
+      }),
+    ]);
   });
 
   it('a replay forwards again with the same id; a provider re-delivery (duplicate) forwards nothing', async () => {

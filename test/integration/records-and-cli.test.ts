@@ -1,9 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
+import { Writable } from 'node:stream';
 import { runCli } from '../../src/cli/main';
+import { createLogger } from '../../src/logger';
 import { createRevocationRegistry } from '../../src/records/revocation-registry';
 import { createFailureLog } from '../../src/records/failure-log';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { eventually } from '../../src/util/eventually';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 
 let p: TestPipeline;
@@ -43,7 +46,71 @@ it('audio.failed is recorded once, newest first, and listed by the CLI', async (
   await p.post(sampleDelivery('audio.failed', { id: 'job-2' })).expect(202);
   await p.settled('job-2');
   const { stdout } = await p.cli('failures', '--json');
-  expect((JSON.parse(stdout) as { id: string }[]).map((f) => f.id)).toEqual(['job-2', 'job-1']);
+  const rows = JSON.parse(stdout) as Record<string, unknown>[];
+  expect(rows.map((f) => f.id)).toEqual(['job-2', 'job-1']);
+  // One shape with forwards' rows: kind, id, event, data_id and at in every row.
+  expect(rows[1]).toEqual({
+    kind: 'audio.failed',
+    id: 'job-1',
+    event: 'audio.failed',
+    data_id: 'job-1',
+    at: expect.any(String),
+    received_at: expect.any(String),
+    payload: expect.objectContaining({ id: 'job-1', error: 'voice unavailable' }),
+  });
+  const table = await p.cli('failures');
+  expect(table.stdout).toMatch(
+    /^audio\.failed deliveries recorded .*:\nid\s+received_at\s+payload\njob-2 /,
+  );
+});
+
+it('a "job failed" line names the item, not only the job', async () => {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  const q = await startTestPipeline(
+    {},
+    undefined,
+    {},
+    { workerLogger: createLogger('info', sink) },
+  );
+  try {
+    await q.post(sampleDelivery('audio.ready', { id: 'logged-id' })).expect(202);
+    await q.settled('logged-id');
+    const failed = lines
+      .map((line) => JSON.parse(line) as { msg: string })
+      .find((line) => line.msg.startsWith('job failed'));
+    expect(failed).toMatchObject({ event: 'audio.ready', id: 'logged-id' });
+  } finally {
+    await q.close();
+  }
+});
+
+it('a replayed item that fails again is listed once, and `retry --all` runs it once', async () => {
+  // No CDN_URL: every download is refused at once, so each run fails for good.
+  await p.post(sampleDelivery('audio.ready', { id: 'twice' })).expect(202);
+  await p.settled('twice');
+  expect((await p.cli('replay', '--id', 'twice')).code).toBe(0);
+  await eventually(async () =>
+    (await p.receiver.queue.getFailedCount()) === 2 ? true : undefined,
+  );
+  const listed = JSON.parse((await p.cli('failed', '--json')).stdout) as { data_id: string }[];
+  expect(listed.map((row) => row.data_id)).toEqual(['twice']);
+  await p.workers.worker.close();
+  expect(await p.cli('retry', '--all')).toMatchObject({
+    code: 0,
+    stdout: '1 failed job put back on the queue\n',
+  });
+  // The replay's job is the latest: back on the queue at a replay's priority.
+  expect(await p.receiver.queue.getJobCounts('waiting', 'prioritized', 'failed')).toEqual({
+    waiting: 0,
+    prioritized: 1,
+    failed: 0,
+  });
 });
 
 it('recording is idempotent and bounded', async () => {
