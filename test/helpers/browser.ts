@@ -17,7 +17,7 @@ mkdirSync(TEST_OUTPUT, { recursive: true });
  * Headless Chromium with nothing of its own on the network: this machine's network is closed,
  * and Chromium's background fetches (updates, sync, QUIC probes) would only fail, many at a time.
  */
-export function launchChromium(): Promise<Browser> {
+export function launchChromium(extraArgs: readonly string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -28,6 +28,7 @@ export function launchChromium(): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...extraArgs,
     ],
   });
 }

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { Browser, Page } from 'playwright-core';
 import request from 'supertest';
+import { createForwardQueue, forwardJobId } from '../../src/forward/forward-queue';
 import { ADMIN_PATH } from '../../src/web/admin-dashboard';
 import { serve, type RunningServer } from '../../src/http/serve';
 import { createLogger } from '../../src/logger';
@@ -14,12 +15,20 @@ import { createTestReceiver } from '../helpers/test-receiver';
 
 const PASSWORD = 'correct horse battery staple';
 const NOT_FOUND = '/voices/missing.mp3';
+/**
+ * A name the browser resolves to 127.0.0.1. Unlike 127.0.0.1 itself, which browsers trust as
+ * if it were https, an http:// origin on it is plain HTTP as an INTERNAL_PORT is.
+ */
+const INTERNAL_HOST = 'dashboard.internal';
 
 let browser: Browser;
 let cdn: LocalCdn;
 
 beforeAll(async () => {
-  [browser, cdn] = await Promise.all([launchChromium(), startLocalCdn()]);
+  [browser, cdn] = await Promise.all([
+    launchChromium([`--host-resolver-rules=MAP ${INTERNAL_HOST} 127.0.0.1`]),
+    startLocalCdn(),
+  ]);
   mkdirSync(TEST_OUTPUT, { recursive: true });
 });
 afterAll(async () => {
@@ -141,6 +150,67 @@ it('read-only (the default): the failed job shows, no retry button, and the API 
     await page.context().close();
   } finally {
     await d.close();
+  }
+});
+
+it('the page asks nothing of another origin, under a policy that forbids it, and lists both queues', async () => {
+  // No FORWARD_URLS: the web process that serves the board does not forward, yet shows the queue.
+  const receiver = await createTestReceiver({ ADMIN_PASSWORD: PASSWORD });
+  const server = await serve(receiver.listener, 0, '127.0.0.1');
+  const base = `http://${INTERNAL_HOST}:${server.port}`;
+  // A forward job under the receiver's QUEUE_PREFIX: the board must show that queue, not another.
+  const forwards = createForwardQueue(receiver.redis, receiver.config.queuePrefix);
+  const context = await browser.newContext({
+    httpCredentials: { username: 'admin', password: PASSWORD },
+  });
+  try {
+    const jobId = forwardJobId('41');
+    await forwards.add(
+      'audio.ready',
+      { destinations: ['audit'], messageId: 'audio.ready:item-41', body: '{}' },
+      { jobId },
+    );
+    // Well under the test's 30 s, so a missing element fails with its name rather than a timeout.
+    context.setDefaultTimeout(10_000);
+    const requested: string[] = [];
+    const refused: string[] = [];
+    context.on('request', (req) => requested.push(req.url()));
+    // Egress closed, as where the service runs, and at once: a request that hung instead would
+    // stall the page's render-blocking stylesheets and the test with them.
+    await context.route(
+      (url) => url.origin !== base,
+      (route) => route.abort('internetdisconnected'),
+    );
+    const page = await context.newPage();
+    page.on('console', (message) => {
+      if (message.text().includes('Content Security Policy')) refused.push(message.text());
+    });
+
+    const answer = await page.goto(`${base}${ADMIN_PATH}`, { waitUntil: 'networkidle' });
+    expect(requested.filter((url) => new URL(url).origin !== base)).toEqual([]);
+    await page.getByText('deliveries', { exact: true }).first().waitFor();
+    // The page, its stylesheet, scripts and API calls were seen: the check above was not empty.
+    expect(requested.length).toBeGreaterThan(3);
+    // Defence in depth: whatever a later bull-board adds to its page, the browser may fetch
+    // nothing from elsewhere; and the policy refused nothing the page itself needs.
+    const policy = answer?.headers()['content-security-policy'] ?? '';
+    expect(policy).toContain("default-src 'self'");
+    expect(policy).not.toMatch(/https?:|\*/);
+    expect(refused).toEqual([]);
+
+    await page.getByText('forwards', { exact: true }).first().waitFor();
+    // The forwards queue's own page shows the job put there above.
+    await page.goto(`${base}${ADMIN_PATH}/queue/forwards?status=waiting`, {
+      waitUntil: 'networkidle',
+    });
+    await page.getByText(jobId).first().waitFor();
+    expect(requested.filter((url) => new URL(url).origin !== base)).toEqual([]);
+    expect(refused).toEqual([]);
+  } finally {
+    await context.close();
+    await forwards.close();
+    await server.close();
+    await receiver.close();
   }
 });
 
