@@ -1,8 +1,17 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:net';
+import { endianness, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { S3Client } from '@aws-sdk/client-s3';
@@ -37,6 +46,36 @@ export interface CephGateway {
   stop(): Promise<void>;
 }
 
+/**
+ * Another process holds the gateway's port on 127.0.0.1: what answers there is not this gateway
+ * (once, another gateway with the same test credentials, which then received a user's audio).
+ */
+export class PortTakenError extends Error {
+  constructor(
+    readonly port: number,
+    options?: ErrorOptions,
+  ) {
+    super(`port ${port} on 127.0.0.1 is taken by another process`, options);
+    this.name = 'PortTakenError';
+  }
+}
+
+/** Whether 127.0.0.1:port cannot be bound now because something listens there. */
+export async function portIsTaken(port: number): Promise<boolean> {
+  const server = createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', resolve);
+    });
+  } catch (error: unknown) {
+    if (error instanceof Error && 'code' in error && error.code === 'EADDRINUSE') return true;
+    throw error;
+  }
+  await new Promise((resolve) => server.close(resolve));
+  return false;
+}
+
 const ACCESS_KEY = 'AKIAAUDIOWEBHOOKSTEST';
 const SECRET_KEY = 'audio-webhooks-test-secret-key';
 
@@ -46,7 +85,10 @@ export async function startCephGateway({
 }: {
   /** The OSD's in-memory store: taken from RAM as it fills. @defaultValue 1 GiB */
   memstoreBytes?: number;
-  /** The S3 endpoint's port. @defaultValue a free one */
+  /**
+   * The S3 endpoint's port; PortTakenError when another process holds it once radosgw should
+   * have bound it. @defaultValue a free one
+   */
   port?: number;
 } = {}): Promise<CephGateway & { readonly dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'aw-ceph-'));
@@ -112,14 +154,31 @@ export async function startCephGateway({
     daemons.push(child);
     return child;
   };
+  const endpoint = `http://127.0.0.1:${rgwPort}`;
   let gateway: ChildProcess | undefined;
   const startGateway = async () => {
-    gateway = daemon('radosgw', ['-n', 'client.rgw.gw'], 'rgw');
-    await eventually(async () => {
-      if (gateway?.exitCode !== null) throw new Error(`radosgw exited: ${logTail(dir, 'rgw')}`);
-      const answer = await fetch(`http://127.0.0.1:${rgwPort}/`).catch(() => undefined);
-      return answer?.ok === true ? true : undefined;
-    }, STARTING);
+    const child = daemon('radosgw', ['-n', 'client.rgw.gw'], 'rgw');
+    gateway = child;
+    const owned = () => child.pid !== undefined && holdsListener(child.pid, rgwPort);
+    // A bound on each probe: a holder of the port that never answers must not stall the start.
+    const probe = () =>
+      fetch(`${endpoint}/`, { signal: AbortSignal.timeout(2_000) }).catch(() => undefined);
+    try {
+      await eventually(async () => {
+        if (child.exitCode !== null) throw new Error(`radosgw exited: ${logTail(dir, 'rgw')}`);
+        if (owned()) return (await probe())?.ok === true ? true : undefined;
+        // An answer while radosgw holds no listener there (checked again after it, in case it
+        // bound meanwhile) came from another process, which every client would then reach.
+        if ((await probe()) !== undefined && !owned()) throw new PortTakenError(rgwPort);
+        return undefined;
+      }, STARTING);
+    } catch (error: unknown) {
+      if (error instanceof PortTakenError) throw error;
+      // radosgw exits when it cannot bind: then the port, not the gateway, is the cause.
+      if (!owned() && (await portIsTaken(rgwPort)))
+        throw new PortTakenError(rgwPort, { cause: error });
+      throw error;
+    }
   };
   const stop = async () => {
     await Promise.all(daemons.reverse().map((child) => stopChild(child)));
@@ -173,6 +232,10 @@ export async function startCephGateway({
       `--secret-key=${SECRET_KEY}`,
     ]);
   } catch (error: unknown) {
+    if (error instanceof PortTakenError) {
+      await stop();
+      throw error;
+    }
     const osdLog = (() => {
       try {
         return readFileSync(join(dir, 'log', 'osd.0.log'), 'utf8')
@@ -186,7 +249,6 @@ export async function startCephGateway({
     await stop();
     throw new Error(`${String(error)}\n--- osd.0.log ---\n${osdLog}`, { cause: error });
   }
-  const endpoint = `http://127.0.0.1:${rgwPort}`;
   return {
     dir,
     endpoint,
@@ -224,6 +286,40 @@ async function stopChild(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
   await exited;
   clearTimeout(timer);
+}
+
+/**
+ * Whether process `pid` holds the socket listening on 127.0.0.1:port. /proc/net/tcp names each
+ * listener's socket inode (the address as the kernel stores it, the port in hex), and
+ * /proc/<pid>/fd links to the sockets the process has open: a reply on the port proves nothing
+ * when any server may have sent it. Linux only, as Debian's Ceph is.
+ */
+function holdsListener(pid: number, port: number): boolean {
+  const loopback = endianness() === 'LE' ? '0100007F' : '7F000001';
+  const local = `${loopback}:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const LISTEN = '0A';
+  const listeners = new Set(
+    readFileSync('/proc/net/tcp', 'utf8')
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/))
+      .filter((fields) => fields[1] === local && fields[3] === LISTEN)
+      .map((fields) => `socket:[${fields[9] ?? ''}]`),
+  );
+  if (listeners.size === 0) return false;
+  const fds = `/proc/${pid}/fd`;
+  let open: string[];
+  try {
+    open = readdirSync(fds);
+  } catch {
+    return false; // the process has exited: it holds nothing
+  }
+  return open.some((fd) => {
+    try {
+      return listeners.has(readlinkSync(`${fds}/${fd}`));
+    } catch {
+      return false; // closed since the listing
+    }
+  });
 }
 
 function logTail(dir: string, name: string): string {

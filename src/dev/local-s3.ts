@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
-import { startCephGateway } from './ceph-gateway.js';
+import { PortTakenError, portIsTaken, startCephGateway } from './ceph-gateway.js';
 
 /**
  * `npm run local-s3`: an S3-compatible server on this machine for trying AUDIO_STORE=s3 (Ceph's
@@ -8,7 +8,8 @@ import { startCephGateway } from './ceph-gateway.js';
  * a bucket in it, and the settings to use, as KEY=value lines on standard output and then
  * `ready`. It runs until Ctrl-C or SIGTERM, then stops every process it started and removes its
  * temp folder. LOCAL_S3_PORT (default 7480, radosgw's own) and LOCAL_S3_BUCKET (default `audio`)
- * change the port and the bucket. Progress and problems go to standard error.
+ * change the port and the bucket. Progress and problems go to standard error. When another process
+ * holds the port, it prints no settings and exits 1: they would point at that process.
  */
 const NEEDED = {
   'ceph-mon': 'ceph-mon',
@@ -46,13 +47,25 @@ async function main(): Promise<void> {
   const port = Number(process.env.LOCAL_S3_PORT ?? 7480);
   const bucket = process.env.LOCAL_S3_BUCKET ?? 'audio';
   if (!Number.isInteger(port) || port < 1 || port > 65535) fail('LOCAL_S3_PORT must be a port');
+  const portTaken = () =>
+    fail(
+      `port ${port} (LOCAL_S3_PORT) is taken by another process; set LOCAL_S3_PORT to a free port`,
+    );
+  // Asked now to spare a 15 s start; the gateway checks again that radosgw itself holds the port,
+  // since something may take it while Ceph starts.
+  const taken = await portIsTaken(port).catch((error: unknown) =>
+    fail(`cannot listen on port ${port} (LOCAL_S3_PORT): ${String(error)}`),
+  );
+  if (taken) portTaken();
   process.stderr.write(
     'local-s3: starting Ceph (a monitor, an in-memory OSD, radosgw): about 15 s\n',
   );
   const gateway = await startCephGateway({ port }).catch((error: unknown) =>
-    fail(
-      `could not start: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
-    ),
+    error instanceof PortTakenError
+      ? portTaken()
+      : fail(
+          `could not start: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
+        ),
   );
   let stopping = false;
   const stop = () => {

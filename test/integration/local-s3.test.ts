@@ -1,6 +1,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -123,3 +124,111 @@ it('npm run local-s3: prints the settings, the service stores a delivery with th
     .filter((args) => args.includes(dataFolder));
   expect(left).toEqual([]);
 }, 120_000);
+
+// When something else holds LOCAL_S3_PORT, the settings would point at it: another gateway with
+// the same test credentials once took a user's audio. The stand-in answers 200 to every request,
+// as a gateway would to the start-up probe and to CreateBucket, so only a check of who holds the
+// port can tell it apart.
+describe('npm run local-s3 when its port is taken', () => {
+  it('says so before starting Ceph: no settings, no ready, exit 1, one line naming LOCAL_S3_PORT', async () => {
+    const port = await freePort();
+    const squatter = await answerEverything(port);
+    try {
+      const run = await runLocalS3(port);
+      expect(run.code).toBe(1);
+      expect(run.stdout).not.toMatch(/^[A-Z][A-Z0-9_]*=/m);
+      expect(run.stdout).not.toMatch(/^ready$/m);
+      expect(run.stderrLines).toEqual([expect.stringContaining(`${port} (LOCAL_S3_PORT)`)]);
+      expect(run.leftBehind).toEqual([]);
+    } finally {
+      await squatter.close();
+    }
+  }, 60_000);
+
+  it('says so when the port is taken while Ceph starts, and stops what it started', async () => {
+    const port = await freePort();
+    let squatter: Listener | undefined;
+    try {
+      // Taken once the script has said it is starting: its own check has passed by then, and
+      // radosgw binds some seconds later, after the monitor and the OSD.
+      const run = await runLocalS3(port, async (line) => {
+        if (line.includes('starting Ceph')) squatter = await answerEverything(port);
+      });
+      expect(squatter).toBeDefined();
+      expect(run.code).toBe(1);
+      expect(run.stdout).not.toMatch(/^[A-Z][A-Z0-9_]*=/m);
+      expect(run.stdout).not.toMatch(/^ready$/m);
+      expect(run.stderrLines.filter((line) => line.includes('LOCAL_S3_PORT'))).toEqual([
+        expect.stringContaining(`${port} (LOCAL_S3_PORT)`),
+      ]);
+      expect(run.stderrLines.at(-1)).toContain('LOCAL_S3_PORT');
+      expect(run.leftBehind).toEqual([]);
+    } finally {
+      await squatter?.close();
+    }
+  }, 120_000);
+});
+
+interface Listener {
+  close(): Promise<void>;
+}
+
+/** An HTTP server on 127.0.0.1:port that answers 200 with an empty body to every request. */
+async function answerEverything(port: number): Promise<Listener> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-length': '0' }).end());
+  });
+  server.listen(port, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    async close() {
+      server.closeAllConnections();
+      server.close();
+      await once(server, 'close');
+    },
+  };
+}
+
+/**
+ * Runs the built script (global-setup builds dist/), not npm run, so that stdout and stderr are
+ * its alone, with a temp folder of its own until it exits, and reports what it printed
+ * and what it left: files in that folder, processes naming it.
+ */
+async function runLocalS3(
+  port: number,
+  onStderrLine: (line: string) => Promise<void> = () => Promise.resolve(),
+): Promise<{ code: number | null; stdout: string; stderrLines: string[]; leftBehind: string[] }> {
+  const tmp = mkdtempSync(join(tmpdir(), 'aw-local-s3-'));
+  const child = spawn(process.execPath, [join(root, 'dist', 'dev', 'local-s3.js')], {
+    cwd: root,
+    env: { ...process.env, LOCAL_S3_PORT: String(port), TMPDIR: tmp },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    // Fooled into `ready`, it would run until stopped: stop it, so that the test fails on what it
+    // printed rather than on its timeout, with nothing left running.
+    if (/^ready$/m.test(stdout)) child.kill('SIGTERM');
+  });
+  const exited = once(child, 'exit');
+  const stderrLines: string[] = [];
+  try {
+    for await (const line of createInterface({ input: child.stderr })) {
+      stderrLines.push(line);
+      await onStderrLine(line);
+    }
+  } catch (error: unknown) {
+    child.kill('SIGTERM');
+    await exited;
+    throw error;
+  }
+  const [code] = (await exited) as [number | null];
+  const processes = execFileSync('ps', ['-eo', 'args='], { encoding: 'utf8' })
+    .split('\n')
+    .filter((args) => args.includes(tmp));
+  const leftBehind = [...readdirSync(tmp), ...processes];
+  rmSync(tmp, { recursive: true, force: true });
+  return { code, stdout, stderrLines, leftBehind };
+}
