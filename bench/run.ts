@@ -36,6 +36,7 @@ import { countLost } from './verify-stored.js';
 import { runArchiveQueries, type ArchiveQueriesResult } from './archive-queries.js';
 import { forwardingLine, runForwarding, type ForwardingResult } from './forwarding.js';
 import { capacityLines, runCapacity, type CapacityResult } from './capacity.js';
+import { footprintTargets, runRedisFootprint } from './redis-footprint.js';
 
 const CONNECTIONS = 50;
 const WARMUP_SECONDS = 3;
@@ -279,9 +280,14 @@ async function freshRedis(redis: Redis): Promise<void> {
 /** `npm run bench -- --capacity`: the capacity model's Redis figures alone. */
 async function capacityOnly(): Promise<void> {
   const cdn = await startLocalCdn();
+  const redisServer = await startPrivateRedis({ persistent: true });
   try {
-    process.stdout.write(`## Capacity\n\n${capacityLines(await runCapacity(cdn)).join('\n')}\n`);
+    process.stdout.write(`## Capacity\n\n${capacityLines(await runCapacity(cdn)).join('\n')}\n\n`);
+    const footprint = footprintTargets(await runRedisFootprint(redisServer.url));
+    for (const [name, pass, value] of footprint)
+      process.stdout.write(`${pass ? 'PASS' : 'FAIL'}  ${name}: ${value}\n`);
   } finally {
+    await redisServer.stop();
     await cdn.close();
   }
 }
@@ -406,6 +412,7 @@ async function main(): Promise<void> {
     const archiveQueries = await runArchiveQueries();
     const forwarding = await runForwarding(redisServer.url, cdn, concurrency.best);
     const capacity = await runCapacity(cdn);
+    const footprint = await runRedisFootprint(redisServer.url);
     const results = {
       date: new Date().toISOString(),
       machine: { node: process.version, cpus: cpus().length, cpu: cpus()[0]?.model ?? 'unknown' },
@@ -429,6 +436,7 @@ async function main(): Promise<void> {
       archiveQueries,
       forwarding,
       capacity,
+      footprint,
       downloads: {
         ...downloads,
         ratioToCurl:
@@ -438,6 +446,7 @@ async function main(): Promise<void> {
     };
     const open = ingest.openLoop;
     const targets = [
+      ...footprintTargets(footprint),
       [
         'per core: receiver ≥ 1.0 × naive (deliveries per CPU second of the serving process)',
         ingest.a.perCpuSecond >= ingest.c.perCpuSecond,

@@ -1,5 +1,6 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Counter } from 'prom-client';
+import { payloadTooBigToKeep } from '../queue/delivery-queue.js';
 import type { ForwardJobData } from './forward-queue.js';
 import { ForwardError, PermanentForwardError, type Sender } from './sender.js';
 
@@ -50,7 +51,11 @@ export async function sendForward(job: Job<ForwardJobData>, deps: SendForwardDep
   });
   const reasons = { ...retrying, ...refused };
   const pending = Object.keys(reasons);
-  if (pending.length === 0) return;
+  if (pending.length === 0) {
+    // Sent everywhere: the job is kept an hour, and what it keeps is not the message.
+    if (payloadTooBigToKeep(body)) await job.updateData({ messageId, destinations: [], body: '' });
+    return;
+  }
   const summary = pending.map((name) => `${name}: ${reasons[name] ?? ''}`).join('; ');
   if (lastAttempt || Object.keys(retrying).length === 0) {
     await job.updateData({ messageId, body, destinations: pending, reasons });

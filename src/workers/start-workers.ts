@@ -10,6 +10,7 @@ import {
   deliveryOf,
   handledData,
   jobItemId,
+  payloadTooBigToKeep,
   shownId,
   type DeliveryJobData,
 } from '../queue/delivery-queue.js';
@@ -152,7 +153,8 @@ export async function startWorkers(
         }
         // Last: the completed job keeps a record, not the payload (the archive and the forward
         // job hold it). A 1.5 MB body left 22.6 MB in Redis when completed jobs kept it.
-        await job.updateData(handledData(job.data, delivery));
+        if (payloadTooBigToKeep(job.data.body))
+          await job.updateData(handledData(job.data, delivery));
         return result;
       }),
     {

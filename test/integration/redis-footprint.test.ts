@@ -65,6 +65,7 @@ async function stored(key: string): Promise<{ bytes: number; memory: number }> {
 }
 
 it.each([
+  ['400 B', 400],
   ['1 KB', 1024],
   ['1 MB', 1_048_428],
 ])(
@@ -101,8 +102,16 @@ it.each([
       expect(message.length).toBeLessThanOrEqual(body.length + 300);
       const pending = await stored(`${prefix}:forwards:${forwardJobId(jobId)}`);
       expect(pending.bytes).toBeLessThanOrEqual(Buffer.byteLength(message) + 1024);
+
+      // Sent at last: the forward job is kept an hour, without the message.
+      endpoint.failing = false;
+      await forward.promote();
+      await eventually(async () => ((await forward.isCompleted()) ? true : undefined));
+      const sent = await stored(`${prefix}:forwards:${forwardJobId(jobId)}`);
+      expect(sent.memory).toBeLessThanOrEqual(2048);
+      endpoint.failing = true;
       console.log(
-        `${label} body (${body.length} B), bytes held (MEMORY USAGE): waiting ${waiting.bytes} (${waiting.memory}), completed ${completed.bytes} (${completed.memory}), pending forward ${pending.bytes} (${pending.memory}) for a message of ${message.length}`,
+        `${label} body (${body.length} B), bytes held (MEMORY USAGE): waiting ${waiting.bytes} (${waiting.memory}), completed ${completed.bytes} (${completed.memory}), pending forward ${pending.bytes} (${pending.memory}) for a message of ${message.length}, sent forward ${sent.bytes} (${sent.memory})`,
       );
     } finally {
       await forwards.close();
