@@ -137,7 +137,7 @@ export const SETTINGS = {
     schema: z.string(),
     default: './data/audio',
     readBy: ['worker', 'cli'],
-    doc: 'where downloaded audio lands; must be writable (checked at start); the CLI keeps its TTS cache bodies in `.tts-cache/` under it',
+    doc: 'where downloaded audio lands; must be writable (checked at start); the CLI keeps its TTS cache bodies in the store, under `.archive/tts-cache/`',
   },
   AUDIO_STORE: {
     schema: z.enum(['local', 's3'], 'must be local or s3'),
