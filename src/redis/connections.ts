@@ -113,7 +113,7 @@ export function webStoreDeadlineMs(
  * a Redis that accepts the connection but does not answer (longer by the WAIT timeout, when
  * replicas must acknowledge). Auto-pipelining sends the adds of concurrent requests in one
  * write: it halves Redis's CPU per delivery (measured 44–53 against 80–96 µs,
- * docs/performance.md) at the same throughput.
+ * docs/performance-history.md) at the same throughput.
  */
 export function createWebRedis(
   config: RedisConfig & Pick<Config, 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
