@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createDeliveryQueue } from '../src/queue/delivery-queue.js';
-import { createForwardQueue, forwardJobId } from '../src/forward/forward-queue.js';
+import { createForwardQueue, forwardJobId } from '../src/queue/forward-queue.js';
 import { signPayload } from '../src/webhooks/sign-payload.js';
 import { eventually } from '../src/util/eventually.js';
 import { freePort } from '../test/helpers/private-redis.js';

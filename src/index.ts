@@ -23,7 +23,7 @@ export type {
   AudioFailedEvent,
   KeyRevokedEvent,
 } from './webhooks/events.js';
-export { startWorkers, type WorkerOptions } from './workers/start-workers.js';
+export { startWorkers, type WorkerOptions } from './pipeline/start-workers.js';
 export type { Hooks, HookContext, ReadOnlyAudioStore } from './workers/hooks.js';
 export type {
   DeliveryInfo,

@@ -11,7 +11,7 @@ import { startTracing } from './telemetry/tracing.js';
 import { runReceiverCluster, SHUTDOWN_MESSAGE } from './web/cluster.js';
 import { StorageError } from './storage/storage-errors.js';
 import { createAudioStore } from './storage/create-audio-store.js';
-import { startWorkers } from './workers/start-workers.js';
+import { startWorkers } from './pipeline/start-workers.js';
 import { serveWorkerHealth } from './workers/health-server.js';
 import { CaFileError } from './workers/worker-context.js';
 import type { Logger } from 'pino';

@@ -19,7 +19,7 @@ import {
   listFailed,
   retryFailed,
 } from './queue-commands.js';
-import { createForwardQueue } from '../forward/forward-queue.js';
+import { createForwardQueue } from '../queue/forward-queue.js';
 import { runTts, runVoices } from './provider-commands.js';
 import { runSandbox, SANDBOX_FLAGS } from './sandbox-command.js';
 import { send } from './send.js';

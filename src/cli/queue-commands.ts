@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import { jobItemId, type DeliveryJobData, type DeliveryQueue } from '../queue/delivery-queue.js';
 import { OperationalError } from './cli-errors.js';
-import type { ForwardQueue } from '../forward/forward-queue.js';
+import type { ForwardQueue } from '../queue/forward-queue.js';
 import { printRows, type Output, type Row } from './print.js';
 import { counted } from '../util/counted.js';
 import type { RecordedFailure } from '../records/failure-log.js';

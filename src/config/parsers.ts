@@ -1,6 +1,6 @@
 import express from 'express';
 import { z } from 'zod';
-import { parseDestinations } from '../forward/destinations.js';
+import { parseDestinations } from './destinations.js';
 
 /**
  * The parsers settings are declared with (settings.ts). Each takes the raw string of an

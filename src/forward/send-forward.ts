@@ -1,7 +1,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Counter } from 'prom-client';
 import { payloadTooBigToKeep } from '../queue/delivery-queue.js';
-import type { ForwardJobData } from './forward-queue.js';
+import type { ForwardJobData } from '../queue/forward-queue.js';
 import { ForwardError, PermanentForwardError, type Sender } from './sender.js';
 
 export interface SendForwardDeps {

@@ -1,19 +1,14 @@
-import { Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
-import { boundedJobCounts } from '../queue/job-counts.js';
+import { boundedJobCounts } from '../jobs/job-counts.js';
 import { registerQueueGauges } from '../telemetry/metrics.js';
 import type { Config } from '../config/config.js';
 import type { RedisConnection } from '../redis/connections.js';
-import { backoffStrategy } from '../workers/retry-policy.js';
+import { startJobWorker } from '../jobs/start-job-worker.js';
 import { createAmqpSender } from './amqp-sender.js';
-import type { Destination } from './destinations.js';
-import {
-  createForwardQueue,
-  enqueueForwards,
-  FORWARD_QUEUE,
-  type ForwardJobData,
-} from './forward-queue.js';
+import type { Destination } from '../config/destinations.js';
+import { createForwardQueue, type ForwardJobData } from '../queue/forward-queue.js';
+import { enqueueForwards } from './enqueue-forwards.js';
 import type { ForwardMessage } from './forward-message.js';
 import { createHttpSender } from './http-sender.js';
 import { createNatsSender } from './nats-sender.js';
@@ -21,14 +16,11 @@ import type { Sender } from './sender.js';
 import { sendForward } from './send-forward.js';
 
 export interface Forwarding {
-  /** Puts a handled delivery's message on the forward queue, one job per destination. */
+  /** Puts a handled delivery's message on the forward queue: one job, for every destination. */
   forward(deliveryJobId: string, message: ForwardMessage): Promise<void>;
   close(): Promise<void>;
 }
 
-/** Sent forwards are kept an hour (a delivery job run again adds none meanwhile); failed, for `failures`. */
-const KEEP_COMPLETED = { age: 3600, count: 10_000 } as const;
-const KEEP_FAILED = { count: 10_000 } as const;
 /** A destination down for long is tried every 10 minutes at the most. */
 const MAX_DELAY_MS = 10 * 60 * 1000;
 /** The name KEDA's second trigger (deploy/kubernetes) queries; a test keeps the two in step. */
@@ -37,7 +29,7 @@ export const FORWARD_BACKLOG_METRIC = 'webhook_forward_backlog';
 /**
  * Forwarding, in a process that runs workers, when FORWARD_URLS names destinations: the forward
  * queue's producer (the delivery worker calls `forward`) and its worker, which sends each job to
- * its one destination and leaves retries to BullMQ (FORWARD_ATTEMPTS, backoff from
+ * every destination still pending and leaves retries to BullMQ (FORWARD_ATTEMPTS, backoff from
  * FORWARD_BACKOFF_MS). The message was built when the delivery was handled and travels in the
  * job: a retry sends the same bytes and never downloads anything.
  */
@@ -76,8 +68,7 @@ export function startForwarding(
     backlogStates: ['waiting', 'prioritized'],
     backlogHelp: 'Forwards ready to send: waiting + prioritized (KEDA scales workers on this too)',
   });
-  const worker = new Worker<ForwardJobData>(
-    FORWARD_QUEUE,
+  const worker = startJobWorker<ForwardJobData>(
     (job) =>
       sendForward(job, {
         senders,
@@ -86,39 +77,22 @@ export function startForwarding(
         attempts: config.forwardAttempts,
       }),
     {
+      queue: 'forwards',
       connection: redis,
       prefix: config.queuePrefix,
       concurrency: config.forwardConcurrency,
-      removeOnComplete: KEEP_COMPLETED,
-      removeOnFail: KEEP_FAILED,
-      settings: {
-        backoffStrategy: backoffStrategy({
-          attempts: config.forwardAttempts,
-          backoffMs: config.forwardBackoffMs,
-          maxDelayMs: MAX_DELAY_MS,
-        }),
+      policy: {
+        attempts: config.forwardAttempts,
+        backoffMs: config.forwardBackoffMs,
+        maxDelayMs: MAX_DELAY_MS,
       },
+      logger,
+      reportError,
+      label: 'forward',
+      whenFailed: 'listed by `audio-webhooks failures`, sent again by `retry <jobId>`',
+      describe: (job) => ({ destinations: job.data.destinations, messageId: job.data.messageId }),
     },
   );
-  worker.on('failed', (job, error) => {
-    if (job === undefined) return;
-    const final = Boolean(job.finishedOn);
-    logger[final ? 'error' : 'warn'](
-      {
-        jobId: job.id,
-        destinations: job.data.destinations,
-        messageId: job.data.messageId,
-        attemptsMade: job.attemptsMade,
-        reason: error.message,
-      },
-      final
-        ? 'forward failed; listed by `audio-webhooks failures`, sent again by `retry <jobId>`'
-        : 'forward failed; will retry',
-    );
-  });
-  worker.on('error', (error) => {
-    reportError(error, 'forward worker error');
-  });
   logger.info({ destinations: destinations.map((d) => d.name) }, 'forwarding');
   return {
     forward: (deliveryJobId, message) =>

@@ -1,4 +1,5 @@
 import { parseRetryAfter } from '../download/parse-retry-after.js';
+import { backoffDelay } from '../jobs/backoff.js';
 
 /**
  * How long the provider asked us to wait, in ms: `retry-after-ms` wins when present (a precise
@@ -18,7 +19,11 @@ export function askedWaitMs(
   return asked === undefined ? undefined : Math.min(asked, windowMs);
 }
 
-/** Full jitter (AWS's): a random wait up to base·2ⁿ, capped, so retries do not move in step. */
+/**
+ * The wait before the provider client's next try (attempt 0 first): the house's backoff with
+ * full jitter (AWS's), a random wait up to base·2ⁿ, capped, so clients sharing a limit do not
+ * retry in step.
+ */
 export function fullJitter(attempt: number, baseMs = 500, capMs = 30_000, random = Math.random) {
-  return Math.round(random() * Math.min(capMs, baseMs * 2 ** attempt));
+  return backoffDelay(attempt + 1, { firstMs: baseMs, maxMs: capMs, jitter: 'full' }, random);
 }

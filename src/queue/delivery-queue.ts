@@ -6,7 +6,7 @@ export const DELIVERY_QUEUE = 'deliveries';
 
 /**
  * Attempts a job may have at the most. The worker, not the receiver, decides how many it gets
- * (DOWNLOAD_ATTEMPTS, applied in workers/retry-policy.ts): a setting read at enqueue time would
+ * (DOWNLOAD_ATTEMPTS, applied in jobs/retry-policy.ts): a setting read at enqueue time would
  * be the web process's, and setting it on the workers would do nothing.
  */
 export const JOB_ATTEMPTS_CEILING = 100;
@@ -117,7 +117,7 @@ export function createDeliveryQueue(options: DeliveryQueueOptions): DeliveryQueu
     ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
     defaultJobOptions: {
       attempts: JOB_ATTEMPTS_CEILING,
-      // The delay is the worker's (backoffStrategy in retry-policy.ts); only the type is stored.
+      // The delay is the worker's (backoffStrategy in jobs/retry-policy.ts); only the type is stored.
       backoff: { type: 'retry-delay' },
       // Retention is the worker's setting too, not packed into every job.
     },

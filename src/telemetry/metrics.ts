@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { JobCounts } from '../queue/job-counts.js';
+import type { JobCounts } from '../jobs/job-counts.js';
 
 export type DeliveryOutcome =
   | 'accepted'

@@ -8,7 +8,7 @@ import { contentSecurityPolicy } from 'helmet';
 import type { Logger } from 'pino';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { guessKey } from './guess-key.js';
-import { createForwardQueue } from '../forward/forward-queue.js';
+import { createForwardQueue } from '../queue/forward-queue.js';
 import type { DeliveryQueue } from '../queue/delivery-queue.js';
 import type { RedisConnection } from '../redis/connections.js';
 

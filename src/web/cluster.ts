@@ -1,3 +1,4 @@
+import { backoffDelay } from '../jobs/backoff.js';
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
@@ -71,10 +72,11 @@ export function runReceiverCluster(config: Config, logger: Logger): void {
       stopAll();
     } else if (!stopping) {
       earlyDeaths = lived >= RESTART_BACKOFF.stableMs ? 0 : earlyDeaths + 1;
+      // The first early death is replaced at once; from the second, the house's backoff.
       const restartInMs =
         earlyDeaths <= 1
           ? 0
-          : Math.min(RESTART_BACKOFF.maxMs, RESTART_BACKOFF.firstMs * 2 ** (earlyDeaths - 2));
+          : backoffDelay(earlyDeaths - 1, { ...RESTART_BACKOFF, jitter: 'none' });
       logger.error(
         { pid: worker.process.pid, code, signal, livedMs: lived, restartInMs },
         'receiver process died; replacing it',

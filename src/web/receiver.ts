@@ -7,7 +7,7 @@ import { MethodNotAllowedError } from '../http/http-errors.js';
 import { errorHandler, notFound } from '../http/error-handler.js';
 import { createDeliveryQueue, type DeliveryQueue } from '../queue/delivery-queue.js';
 import { createDeliveryStore } from '../queue/enqueue-delivery.js';
-import { boundedJobCounts } from '../queue/job-counts.js';
+import { boundedJobCounts } from '../jobs/job-counts.js';
 import {
   createWebRedis,
   redisTarget,
@@ -69,7 +69,7 @@ type Surface = 'all' | 'public' | 'internal';
  * gives every other request; everything else, including the path's other spellings Express also
  * routes there (a trailing slash, other letter case), goes through `app`. Express's routing and
  * response helpers were a tenth of the receiver's CPU per delivery in a profile
- * (docs/performance.md); the answers are the same bytes either way.
+ * (docs/performance-history.md); the answers are the same bytes either way.
  */
 export function createReceiver(
   config: Config,

@@ -8,7 +8,7 @@ import { handleKeyRevoked } from './handlers/key-revoked.js';
 import type { AudioMetadata } from '../storage/audio-store.js';
 import type { DeliveryInfo } from './download-audio.js';
 import type { HookContext, Hooks } from './hooks.js';
-import type { WorkerContext } from './worker-context.js';
+import type { StoredOutcome, WorkerContext } from './worker-context.js';
 
 /** A job's delivery and the facts of the job itself. */
 export interface DeliveryJob {
@@ -21,8 +21,13 @@ export interface DeliveryJob {
   readonly firstRun?: boolean;
   /** Put on the queue again by `replay`. */
   readonly replay: boolean;
-  /** Told of each item the handling stored (its metadata): forwarding says where. @defaultValue none */
-  readonly onStored?: (stored: AudioMetadata) => void;
+}
+
+/** What a handled delivery gave: its handler's result, and the item it stored (the last, if several). */
+export interface Handled {
+  readonly result: unknown;
+  /** The stored item's metadata, for forwarding's `stored`; undefined when it stored none. */
+  readonly stored: AudioMetadata | undefined;
 }
 
 /**
@@ -30,7 +35,13 @@ export interface DeliveryJob {
  * come from our receiver, but a queue is an open door: the delivery is checked again here, and
  * one that can never be handled fails at once instead of being retried.
  */
-export function dispatch(job: DeliveryJob, context: WorkerContext): Promise<unknown> {
+export async function dispatch(job: DeliveryJob, context: WorkerContext): Promise<Handled> {
+  const outcome: StoredOutcome = { stored: undefined };
+  const result = await run(job, context, outcome);
+  return { result, stored: outcome.stored };
+}
+
+function run(job: DeliveryJob, context: WorkerContext, outcome: StoredOutcome): Promise<unknown> {
   const { delivery } = job;
   const id: unknown = (delivery as { readonly data?: { readonly id?: unknown } }).data?.id;
   if (typeof id !== 'string') throw invalid(delivery.event, 'data.id is not a string');
@@ -48,7 +59,7 @@ export function dispatch(job: DeliveryJob, context: WorkerContext): Promise<unkn
     if (isKnownEvent(delivery.event)) {
       const parsed = webhookEventSchema.safeParse(delivery);
       if (!parsed.success) throw invalid(delivery.event, parsed.error.message);
-      return handleBuiltIn(parsed.data, context.forDelivery(info, job.onStored), context.hooks);
+      return handleBuiltIn(parsed.data, context.forDelivery(info, outcome), context.hooks);
     }
     const custom = context.customEvents.get(delivery.event);
     if (custom === undefined) {
@@ -60,7 +71,7 @@ export function dispatch(job: DeliveryJob, context: WorkerContext): Promise<unkn
     if (!parsed.success) throw invalid(delivery.event, parsed.error.message);
     return custom.handle(
       { event: delivery.event, data: parsed.data },
-      context.forDelivery(info, job.onStored),
+      context.forDelivery(info, outcome),
     );
   });
 }

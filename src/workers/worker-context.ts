@@ -20,8 +20,13 @@ export interface WorkerContext {
   readonly dispatcher: Dispatcher & { close(): Promise<void> };
   readonly hooks: Hooks;
   readonly customEvents: CustomEvents;
-  /** The context a job's handler, hooks or custom `handle` get; `onStored` hears each download. */
-  forDelivery(delivery: DeliveryInfo, onStored?: (stored: AudioMetadata) => void): HookContext;
+  /** The context a job's handler, hooks or custom `handle` get; `outcome` records what it stored. */
+  forDelivery(delivery: DeliveryInfo, outcome: StoredOutcome): HookContext;
+}
+
+/** Where one delivery's handling records the item its downloads stored (dispatch reads it). */
+export interface StoredOutcome {
+  stored: AudioMetadata | undefined;
 }
 
 const SECOND = 1000;
@@ -73,7 +78,7 @@ export async function createWorkerContext(
     dispatcher,
     hooks: options.hooks,
     customEvents: options.customEvents ?? NO_CUSTOM_EVENTS,
-    forDelivery(delivery, onStored) {
+    forDelivery(delivery, outcome) {
       const jobLogger = logger.child({
         jobId: delivery.jobId,
         event: delivery.event,
@@ -88,7 +93,7 @@ export async function createWorkerContext(
         delivery,
         downloadAudio: async (url, downloadOptions) => {
           const stored = await download(url, downloadOptions, delivery, jobLogger);
-          onStored?.(stored);
+          outcome.stored = stored;
           return stored;
         },
       };

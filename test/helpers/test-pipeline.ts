@@ -9,7 +9,7 @@ import { createLogger } from '../../src/logger';
 import { jobItemId, type DeliveryJobData } from '../../src/queue/delivery-queue';
 import type { CustomEvents } from '../../src/webhooks/custom-events';
 import type { Hooks } from '../../src/workers/hooks';
-import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers';
+import { startWorkers, type RunningWorkers } from '../../src/pipeline/start-workers';
 import {
   createTestReceiver,
   signed,

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { Browser, Page } from 'playwright-core';
 import request from 'supertest';
-import { createForwardQueue, forwardJobId } from '../../src/forward/forward-queue';
+import { createForwardQueue, forwardJobId } from '../../src/queue/forward-queue';
 import { ADMIN_PATH } from '../../src/web/admin-dashboard';
 import { serve, type RunningServer } from '../../src/http/serve';
 import { createLogger } from '../../src/logger';

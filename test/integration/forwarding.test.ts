@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
-import { destinationName } from '../../src/forward/destinations';
-import { createForwardQueue } from '../../src/forward/forward-queue';
+import { destinationName } from '../../src/config/destinations';
+import { createForwardQueue } from '../../src/queue/forward-queue';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { eventually } from '../../src/util/eventually';
 import {

@@ -13,7 +13,7 @@ import { createProviderClient } from '../../src/provider/create-provider-client'
 import { createReceiver, type Receiver } from '../../src/web/receiver';
 import { createLocalBlobArea } from '../../src/storage/local-blob-area';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
-import { startWorkers } from '../../src/workers/start-workers';
+import { startWorkers } from '../../src/pipeline/start-workers';
 import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
 import { freePort, startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
 import { eventually, startSandboxProcess } from '../helpers/sandbox-process';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { eventually } from '../../src/util/eventually';
-import { createForwardQueue, forwardJobId } from '../../src/forward/forward-queue';
+import { createForwardQueue, forwardJobId } from '../../src/queue/forward-queue';
 import {
   forwardSecret,
   startHttpEndpoint,

@@ -5,7 +5,7 @@ import { createLogger } from '../../src/logger';
 import { dedupeId } from '../../src/queue/enqueue-delivery';
 import { dropConnection } from '../../src/redis/connections';
 import { withDeadline } from '../../src/redis/deadline';
-import { startWorkers } from '../../src/workers/start-workers';
+import { startWorkers } from '../../src/pipeline/start-workers';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { startPrivateRedis, startPrivateSentinel, whenReady } from '../helpers/private-redis';
 import { eventually } from '../helpers/sandbox-process';

@@ -5,7 +5,7 @@ import { BACKLOG_METRIC } from '../../src/telemetry/metrics';
 import { webhookEventSchema } from '../../src/webhooks/events';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { serveWorkerHealth } from '../../src/workers/health-server';
-import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers';
+import { startWorkers, type RunningWorkers } from '../../src/pipeline/start-workers';
 import { freePort } from '../helpers/private-redis';
 import { eventually } from '../helpers/sandbox-process';
 import { spawnService } from '../helpers/spawn-service';

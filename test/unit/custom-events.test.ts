@@ -45,6 +45,7 @@ describe('parseEvent with custom events', () => {
       ok: true,
       known: true,
       event: converted,
+      text: JSON.stringify(converted),
     });
   });
 

@@ -15,11 +15,22 @@ describe('parseEvent', () => {
   it('parses each known event and keeps fields the spec does not show', () => {
     const ready = sampleDelivery('audio.ready', { id: 'a1', data: { extra: { nested: 1 } } });
     const parsed = parseEvent(bytes({ ...ready, delivery_id: 'd-1' }));
-    expect(parsed).toEqual({ ok: true, known: true, event: { ...ready, delivery_id: 'd-1' } });
+    // The event as sent, and the body's very text: what the queue keeps.
+    expect(parsed).toEqual({
+      ok: true,
+      known: true,
+      event: { ...ready, delivery_id: 'd-1' },
+      text: JSON.stringify({ ...ready, delivery_id: 'd-1' }),
+    });
 
     for (const event of ['audio.failed', 'key.revoked']) {
       const body = { event, data: { id: 'x1', reason: 'anything' } };
-      expect(parseEvent(bytes(body))).toEqual({ ok: true, known: true, event: body });
+      expect(parseEvent(bytes(body))).toEqual({
+        ok: true,
+        known: true,
+        event: body,
+        text: JSON.stringify(body),
+      });
     }
   });
 

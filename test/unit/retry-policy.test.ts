@@ -1,7 +1,8 @@
+import { backoffDelay } from '../../src/jobs/backoff';
 import { PermanentDownloadError, TransientDownloadError } from '../../src/download/download-errors';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../../src/download/parse-retry-after';
 import { formatBytes } from '../../src/download/format-bytes';
-import { retryDelay } from '../../src/workers/retry-policy';
+import { retryDelay } from '../../src/jobs/retry-policy';
 
 describe('retryDelay', () => {
   it('doubles per attempt, between half and all of the exponential step', () => {
@@ -46,5 +47,23 @@ describe('formatBytes', () => {
     [250_000_000, '250 MB'],
   ])('%d → %s', (bytes, text) => {
     expect(formatBytes(bytes)).toBe(text);
+  });
+});
+
+describe('backoffDelay: one formula, each user its own numbers', () => {
+  it("a receiver process's restarts: 1, 2, 4 … s, at most 30 s, no jitter", () => {
+    const restart = { firstMs: 1000, maxMs: 30_000, jitter: 'none' } as const;
+    expect([1, 2, 3, 5, 6, 20].map((n) => backoffDelay(n, restart))).toEqual([
+      1000, 2000, 4000, 16_000, 30_000, 30_000,
+    ]);
+  });
+
+  it('full jitter spreads from 0 to the step; equal jitter from half of it', () => {
+    const full = { firstMs: 500, maxMs: 30_000, jitter: 'full' } as const;
+    expect(backoffDelay(4, full, () => 0)).toBe(0);
+    expect(backoffDelay(4, full, () => 1)).toBe(4000);
+    const equal = { firstMs: 500, jitter: 'equal' } as const;
+    expect(backoffDelay(4, equal, () => 0)).toBe(2000);
+    expect(backoffDelay(4, equal, () => 1)).toBe(4000);
   });
 });

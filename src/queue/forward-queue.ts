@@ -1,14 +1,11 @@
 import { Queue, type ConnectionOptions } from 'bullmq';
-import type { Destination } from './destinations.js';
-import type { ForwardMessage } from './forward-message.js';
-import { messageId } from './message-id.js';
 
 /** Forwarding's own queue: one job per handled delivery, for every destination. */
 export const FORWARD_QUEUE = 'forwards';
 
 export interface ForwardJobData {
   /**
-   * The destinations still to send to, by name without credentials (destinations.ts): every
+   * The destinations still to send to, by name without credentials (config/destinations.ts): every
    * destination at first; after an attempt, those that did not take the message. A retry sends
    * to these only.
    */
@@ -43,28 +40,6 @@ export function createForwardQueue(connection: ConnectionOptions, prefix: string
       stackTraceLimit: 0,
     },
   });
-}
-
-/**
- * Puts the message on the forward queue, for every destination, in one job: one job's Redis
- * round trips per item instead of one per destination (the bench measured 2.5 ms of worker CPU
- * per item with a job per destination and three destinations). The job's id follows from the
- * delivery job: a delivery job run twice (its worker killed after this) adds nothing the second
- * time while the first is kept. A replay is a new delivery job, so it forwards again, with the
- * same message id.
- */
-export async function enqueueForwards(
-  queue: ForwardQueue,
-  destinations: readonly Destination[],
-  deliveryJobId: string,
-  message: ForwardMessage,
-): Promise<void> {
-  const data: ForwardJobData = {
-    destinations: destinations.map((destination) => destination.name),
-    messageId: messageId(message.type, message.id),
-    body: message.body,
-  };
-  await queue.add(message.type, data, { jobId: forwardJobId(deliveryJobId) });
 }
 
 /** Apart from the delivery job's own id, which `retry <jobId>` also looks up. */

@@ -1,0 +1,77 @@
+import { Worker, type Job, type Processor, type Telemetry, type WorkerOptions } from 'bullmq';
+import type { Logger } from 'pino';
+import type { RedisConnection } from '../redis/connections.js';
+import { backoffStrategy, type RetryPolicy } from './retry-policy.js';
+
+/**
+ * How long finished jobs are kept, by queue: set on the worker rather than on each job, so the
+ * receiver's hot path does not carry it. Completed deliveries are kept a day (for the
+ * dashboard; a record, not the payload, once over 512 bytes), failed ones for inspection and
+ * `retry`; sent forwards an hour (a delivery job run again meanwhile adds none), failed ones for
+ * `failures`.
+ */
+export const KEEP = {
+  deliveries: { completed: { age: 24 * 3600, count: 10_000 }, failed: { count: 50_000 } },
+  forwards: { completed: { age: 3600, count: 10_000 }, failed: { count: 10_000 } },
+} as const;
+
+export interface JobWorkerOptions<Data> {
+  readonly queue: keyof typeof KEEP;
+  readonly connection: RedisConnection;
+  readonly prefix: string;
+  readonly concurrency: number;
+  readonly policy: RetryPolicy;
+  readonly logger: Logger;
+  /** Reports the worker's errors (a connection error once, by state: watch-redis.ts). */
+  readonly reportError: (error: unknown, msg: string) => void;
+  /** What a "failed" line says of the job, besides its id, name and attempts. */
+  readonly describe: (job: Job<Data>) => Record<string, unknown>;
+  /** What its log lines call a job: `job`, `forward`. */
+  readonly label: string;
+  /** What to do about a job that failed for good, for the line that says so. */
+  readonly whenFailed: string;
+  /** The rest of BullMQ's options (lock duration, stalled checks). @defaultValue BullMQ's */
+  readonly worker?: Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'>;
+  /** bullmq-otel, when tracing is on. @defaultValue none */
+  readonly telemetry?: Telemetry | undefined;
+}
+
+/**
+ * THE way this service runs a BullMQ worker, for deliveries and forwards alike: the retry
+ * policy as its backoff strategy, the queue's retention, and one log line per failed attempt
+ * (`warn` while it will be retried, `error` once it failed for good).
+ */
+export function startJobWorker<Data>(
+  processor: Processor<Data>,
+  options: JobWorkerOptions<Data>,
+): Worker<Data> {
+  const worker = new Worker<Data>(options.queue, processor, {
+    // Shared with the records; BullMQ duplicates it for its blocking reads.
+    connection: options.connection,
+    prefix: options.prefix,
+    ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
+    concurrency: options.concurrency,
+    ...options.worker,
+    removeOnComplete: KEEP[options.queue].completed,
+    removeOnFail: KEEP[options.queue].failed,
+    settings: { backoffStrategy: backoffStrategy(options.policy) },
+  });
+  worker.on('failed', (job, error) => {
+    // BullMQ sets finishedOn when the job moved to failed for good (a retry resets it to null).
+    const final = job === undefined || Boolean(job.finishedOn);
+    options.logger[final ? 'error' : 'warn'](
+      {
+        jobId: job?.id,
+        event: job?.name,
+        ...(job === undefined ? {} : options.describe(job)),
+        attemptsMade: job?.attemptsMade,
+        reason: error.message,
+      },
+      `${options.label} failed; ${final ? options.whenFailed : 'will retry'}`,
+    );
+  });
+  worker.on('error', (error) => {
+    options.reportError(error, `${options.queue} worker error`);
+  });
+  return worker;
+}

@@ -1,0 +1,130 @@
+import type { Telemetry } from 'bullmq';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config/config.js';
+import { queueCounts } from '../jobs/job-counts.js';
+import { startJobWorker } from '../jobs/start-job-worker.js';
+import { createWorkerRedis, redisTarget } from '../redis/connections.js';
+import { isConnectionError, watchRedis } from '../redis/watch-redis.js';
+import { createRegistry } from '../telemetry/metrics.js';
+import { withDefaults, type Hooks } from '../workers/hooks.js';
+import { createLiveness, type Liveness } from '../workers/liveness.js';
+import { createWorkerContext, type ContextOptions } from '../workers/worker-context.js';
+import { createDeliverySteps } from './delivery-steps.js';
+import { describeDeliveryJob, runDelivery, type DeliveryWorker } from './run-delivery.js';
+
+export interface WorkerOptions extends Partial<Omit<ContextOptions, 'hooks'>> {
+  /**
+   * Your hooks (main.ts passes src/custom/hooks.ts); missing ones do nothing.
+   * @defaultValue none
+   */
+  readonly hooks?: Partial<Hooks>;
+  /** bullmq-otel, when tracing is on: each job's span joins the delivery's trace. @defaultValue none */
+  readonly telemetry?: Telemetry | undefined;
+  /**
+   * Another registry the worker's own counters (the archive's) are shown on: with ROLE=all, the
+   * receiver's, so PORT's /metrics has them too. @defaultValue none
+   */
+  readonly alsoRegisterOn?: Registry | undefined;
+}
+
+export interface RunningWorkers {
+  readonly worker: DeliveryWorker;
+  /** Is the worker doing its job (not just alive)? WORKER_HEALTH_PORT's /healthz asks this. */
+  readonly liveness: Liveness;
+  /** Queue gauges and process metrics, for WORKER_HEALTH_PORT's /metrics. */
+  readonly registry: Registry;
+  /** Stops taking jobs, waits for the active ones (not while Redis is down), closes connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * A worker process's wiring: its Redis connection, the handlers' context, the steps each
+ * delivery runs through (delivery-steps.ts, in the order of run-delivery.ts), the BullMQ worker
+ * that runs them, and what tells whether it works (liveness, /metrics).
+ */
+export async function startWorkers(
+  config: Config,
+  logger: Logger,
+  options: WorkerOptions = {},
+): Promise<RunningWorkers> {
+  const redis = createWorkerRedis(config);
+  const connection = watchRedis(redis, logger, 'worker', redisTarget(config));
+  // BullMQ repeats its connections' errors on the Queue and the Worker: an outage is logged
+  // once, by state, however many objects report it.
+  const reportError = (error: unknown, msg: string) => {
+    if (isConnectionError(error)) connection.down(error);
+    else logger.error({ err: error }, msg);
+  };
+  const context = await createWorkerContext(config, logger, redis, {
+    hooks: withDefaults(options.hooks),
+    ...(options.customEvents === undefined ? {} : { customEvents: options.customEvents }),
+    store: options.store,
+    ca: options.ca,
+  }).catch((error: unknown) => {
+    redis.disconnect();
+    throw error;
+  });
+
+  // For counts only (liveness, /metrics): shares the worker's connection.
+  const deliveries = queueCounts('deliveries', redis, config.queuePrefix, reportError);
+  const liveness = createLiveness({
+    stallMs: config.workerStallMs,
+    concurrency: config.workerConcurrency,
+    // Bounded: a probe that hangs on Redis gets the worker restarted for an outage.
+    readyJobs: async () => {
+      const counts = await deliveries.counts('waiting', 'prioritized');
+      return (counts.waiting ?? 0) + (counts.prioritized ?? 0);
+    },
+    isPaused: () => worker.isPaused(),
+  });
+  const registry = createRegistry(deliveries.counts);
+  // The worker's own counters go on its registry, and on the receiver's with ROLE=all.
+  const registries = [
+    registry,
+    ...(options.alsoRegisterOn === undefined ? [] : [options.alsoRegisterOn]),
+  ];
+  const steps = createDeliverySteps(config, logger, redis, context, { registries, reportError });
+  const worker: DeliveryWorker = startJobWorker(
+    (job) => liveness.track(() => runDelivery(job, steps)),
+    {
+      queue: 'deliveries',
+      connection: redis,
+      prefix: config.queuePrefix,
+      telemetry: options.telemetry,
+      concurrency: config.workerConcurrency,
+      worker: {
+        lockDuration: config.workerLockMs,
+        stalledInterval: config.workerLockMs,
+        // A job whose worker died is run again; twice in a row means it is what kills workers.
+        maxStalledCount: 2,
+      },
+      policy: { attempts: config.downloadAttempts, backoffMs: config.downloadBackoffMs },
+      logger,
+      reportError,
+      label: 'job',
+      whenFailed: 'kept for inspection (audio-webhooks failed)',
+      describe: describeDeliveryJob,
+    },
+  );
+
+  return {
+    worker,
+    liveness,
+    registry,
+    async close() {
+      // With Redis away no active job can finish (completing one is a Redis write), and a
+      // graceful close would wait for the shutdown deadline: leave them to the stalled-job check.
+      const redisDown = redis.status !== 'ready';
+      await worker.close(redisDown);
+      await steps.close();
+      await deliveries.close();
+      await context.dispatcher.close();
+      if (redisDown) redis.disconnect();
+      else
+        await redis.quit().catch(() => {
+          redis.disconnect();
+        });
+    },
+  };
+}
