@@ -1,0 +1,48 @@
+import { z } from 'zod';
+import { forwardUrls, int } from './parsers.js';
+import type { SettingSpec } from './setting-spec.js';
+
+/** Forwarding every handled delivery to HTTP endpoints and brokers (docs/forwarding.md). */
+export const FORWARD_SETTINGS = {
+  FORWARD_URLS: {
+    schema: forwardUrls,
+    key: 'forwardDestinations',
+    readBy: ['worker'],
+    doc: 'comma-separated destinations every handled delivery is forwarded to, any mix: `http(s)://host/path` (POST, signed with FORWARD_SECRET), `nats://host:port/<subject>` (JetStream), `amqp://user:pass@host:port[/vhost]?exchange=E&routing_key=R`; unset: none (docs/forwarding.md)',
+  },
+  FORWARD_SECRET: {
+    schema: z
+      .string()
+      .regex(
+        /^whsec_(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$/,
+        'must be whsec_ followed by a base64 key (openssl rand -base64 32)',
+      )
+      .optional(),
+    readBy: ['worker'],
+    doc: '`whsec_<base64 key>`: signs HTTP forwards as Standard Webhooks; required with an HTTP destination',
+  },
+  FORWARD_ATTEMPTS: {
+    schema: int(1, 100),
+    default: '10',
+    readBy: ['worker'],
+    doc: 'attempts per message and destination, the first included, before it is listed by `failures`',
+  },
+  FORWARD_BACKOFF_MS: {
+    schema: int(1),
+    default: '5000',
+    readBy: ['worker'],
+    doc: "first retry delay of a forward; doubles per attempt, with jitter, up to 10 minutes (the default's 10 attempts span 15 to 30 minutes)",
+  },
+  FORWARD_TIMEOUT_MS: {
+    schema: int(100, 600_000),
+    default: '10000',
+    readBy: ['worker'],
+    doc: "one forward attempt's deadline (connect, send, the broker's confirmation or the endpoint's answer)",
+  },
+  FORWARD_CONCURRENCY: {
+    schema: int(1, 1000),
+    default: '32',
+    readBy: ['worker'],
+    doc: 'forwards sent at once per worker process',
+  },
+} as const satisfies Record<string, SettingSpec>;

@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { hostPorts, int } from './parsers.js';
+import type { SettingSpec } from './setting-spec.js';
+
+/**
+ * The sender retries for 30 s + 5 min + 30 min + 2 h + 6 h = 8 h 35 min 30 s after the first
+ * attempt (docs/provider.md, "Retries"). A dedupe window shorter than that would let a late retry run twice.
+ */
+export const SENDER_RETRY_WINDOW_SECONDS = 30 + 5 * 60 + 30 * 60 + 2 * 3600 + 6 * 3600;
+
+/**
+ * The queue's Redis: how it is reached (one server, Sentinels or a Cluster), how many replicas
+ * hold a delivery before its 2xx, and the keys kept there.
+ */
+export const REDIS_SETTINGS = {
+  REDIS_URL: {
+    schema: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://'),
+    default: 'redis://127.0.0.1:6379',
+    readBy: ['web', 'worker', 'cli', 'sandbox'],
+    doc: 'Redis for dedupe, queues and records (`rediss://` for TLS; password in the URL)',
+  },
+  REDIS_SENTINELS: {
+    schema: hostPorts,
+    readBy: ['web', 'worker', 'cli', 'sandbox', 'client'],
+    doc: 'comma-separated `host:port` of Sentinels: the primary named REDIS_SENTINEL_NAME is used and followed across failovers (password from REDIS_URL)',
+  },
+  REDIS_SENTINEL_NAME: {
+    schema: z.string(),
+    default: 'mymaster',
+    readBy: ['web', 'worker', 'cli', 'sandbox', 'client'],
+    doc: "the Sentinels' name of the primary",
+  },
+  REDIS_CLUSTER_NODES: {
+    schema: hostPorts,
+    readBy: ['web', 'worker', 'cli', 'sandbox', 'client'],
+    doc: 'comma-separated `host:port` seed nodes of a Redis Cluster; QUEUE_PREFIX must then hold a `{hash tag}`',
+  },
+  REDIS_WAIT_REPLICAS: {
+    schema: int(0, 100),
+    default: '0',
+    readBy: ['web'],
+    doc: 'when > 0, a 2xx only after this many replicas acknowledged the delivery (Redis WAIT); fewer in time → 503',
+  },
+  REDIS_WAIT_TIMEOUT_MS: {
+    schema: int(1, 60_000),
+    default: '500',
+    readBy: ['web'],
+    doc: 'how long to wait for those acknowledgements',
+  },
+  QUEUE_PREFIX: {
+    schema: z.string().regex(/^[^\s:]+$/, 'must be non-empty, without spaces or colons'),
+    default: 'audio-webhooks',
+    readBy: ['web', 'worker', 'cli'],
+    doc: 'key prefix of the queue and records; a hash tag such as `{aw}` for Redis Cluster',
+  },
+  DEDUPE_TTL_SECONDS: {
+    schema: int(
+      SENDER_RETRY_WINDOW_SECONDS + 1,
+      Number.MAX_SAFE_INTEGER,
+      `must exceed the sender's retry window of ${SENDER_RETRY_WINDOW_SECONDS} s (8 h 35 min 30 s)`,
+    ),
+    default: '259200',
+    readBy: ['web'],
+    doc: 'how long an `event` + `data.id` pair is remembered (3 days); must exceed the retry window (30,930 s)',
+  },
+} as const satisfies Record<string, SettingSpec>;

@@ -1,0 +1,63 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { eventually } from '../util/eventually.js';
+import { STARTING, type CephDaemons } from './ceph-daemons.js';
+
+const run = promisify(execFile);
+
+/**
+ * Makes the monitor and the OSD of the cluster `conf` describes, starts both with `daemons`, and
+ * waits until the OSD is up: what radosgw needs before it can start.
+ */
+export async function startCephCluster({
+  dir,
+  conf,
+  fsid,
+  monPort,
+  daemons,
+}: {
+  dir: string;
+  conf: string;
+  fsid: string;
+  monPort: number;
+  daemons: CephDaemons;
+}): Promise<void> {
+  const ceph = (...args: string[]) =>
+    run('ceph', ['-c', conf, '--connect-timeout', '10', ...args], { timeout: 20_000 });
+  await run('ceph-authtool', [
+    '--create-keyring',
+    join(dir, 'keyring'),
+    '--gen-key',
+    '-n',
+    'mon.',
+    '--cap',
+    'mon',
+    'allow *',
+  ]);
+  await run('monmaptool', [
+    '--create',
+    '--add',
+    'a',
+    `v1:127.0.0.1:${monPort}`,
+    '--fsid',
+    fsid,
+    join(dir, 'monmap'),
+  ]);
+  await run('ceph-mon', ['--mkfs', '-i', 'a', '--monmap', join(dir, 'monmap'), '-c', conf]);
+  daemons.start('ceph-mon', ['-i', 'a'], 'mon');
+  // The OSD is created and placed in the CRUSH map here, not by itself at start: its own
+  // commands can leave before it knows the cluster's fsid, which the monitor refuses ("wrong
+  // fsid") about one start in four, and the OSD then never comes up.
+  const osdUuid = randomUUID();
+  await ceph('osd', 'create', osdUuid);
+  await ceph('osd', 'crush', 'add', 'osd.0', '1.0', 'root=default');
+  await run('ceph-osd', ['-i', '0', '--mkfs', '--osd-uuid', osdUuid, '-c', conf]);
+  daemons.start('ceph-osd', ['-i', '0'], 'osd');
+  // `ceph` fails while the monitor is still starting: that is "not yet".
+  await eventually(async () => {
+    const stat = await ceph('osd', 'stat').catch(() => undefined);
+    return stat?.stdout.includes('1 up') === true ? true : undefined;
+  }, STARTING);
+}
