@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { DeadlineError, withDeadline } from './redis/deadline.js';
 
 export interface ShutdownStep {
   readonly name: string;
@@ -15,13 +16,6 @@ export async function shutdown(
   timeoutMs: number,
   logger: Logger,
 ): Promise<number> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<number>((resolve) => {
-    timer = setTimeout(() => {
-      logger.error({ timeoutMs }, 'shutdown deadline reached; exiting anyway');
-      resolve(1);
-    }, timeoutMs);
-  });
   const run = async (): Promise<number> => {
     let code = 0;
     for (const step of steps) {
@@ -35,9 +29,9 @@ export async function shutdown(
     }
     return code;
   };
-  try {
-    return await Promise.race([run(), deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return withDeadline(run(), timeoutMs, 'shutdown').catch((error: unknown) => {
+    if (!(error instanceof DeadlineError)) throw error;
+    logger.error({ timeoutMs }, 'shutdown deadline reached; exiting anyway');
+    return 1;
+  });
 }

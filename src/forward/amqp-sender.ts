@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { connect, type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
-import { abortable, ForwardError, PermanentForwardError, type Sender } from './sender.js';
+import { withDeadline } from '../redis/deadline.js';
+import { ForwardError, PermanentForwardError, type Sender } from './sender.js';
 
 /** The header a returned message is known by: each publish's own, whatever its message-id. */
 const PUBLISH_HEADER = 'x-audio-webhooks-publish';
@@ -117,7 +118,7 @@ export function createAmqpSender(
 
   return {
     async send({ id, body }, signal) {
-      const open = await abortable(openChannel(), signal, 'connecting');
+      const open = await withDeadline(openChannel(), signal, 'connecting');
       const content = Buffer.from(body);
       const tag = randomUUID();
       const confirmed = new Promise<void>((resolve, reject) => {
@@ -145,7 +146,7 @@ export function createAmqpSender(
         throw error instanceof ForwardError ? error : refusal(open, error, content.length);
       });
       try {
-        await abortable(confirmed, signal, 'waiting for the confirm');
+        await withDeadline(confirmed, signal, 'waiting for the confirm');
       } finally {
         returned.delete(tag);
       }

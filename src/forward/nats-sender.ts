@@ -10,7 +10,8 @@ import {
   type ConnectionOptions,
   type NatsConnection,
 } from 'nats';
-import { abortable, ForwardError, PermanentForwardError, type Sender } from './sender.js';
+import { withDeadline } from '../redis/deadline.js';
+import { ForwardError, PermanentForwardError, type Sender } from './sender.js';
 
 /**
  * The sockets a connection's client dialled, so that the sender can close them itself: `nats`
@@ -120,7 +121,7 @@ export function createNatsSender(url: URL, subject: string, timeoutMs: number): 
 
   return {
     async send({ id, body }, signal) {
-      const { nc, connected } = await abortable(open(), signal, 'connecting');
+      const { nc, connected } = await withDeadline(open(), signal, 'connecting');
       if (!connected()) throw new ForwardError('disconnected; the client is reconnecting');
       const h = headers();
       h.set('Content-Type', 'application/json');

@@ -22,18 +22,3 @@ export class ForwardError extends Error {
 export class PermanentForwardError extends ForwardError {
   override name = 'PermanentForwardError';
 }
-
-/** Rejects with a ForwardError naming `what` once `signal` aborts (the attempt's deadline). */
-export function abortable<T>(work: Promise<T>, signal: AbortSignal, what: string): Promise<T> {
-  work.catch(() => undefined);
-  if (signal.aborted) return Promise.reject(new ForwardError(`${what}: no answer in time`));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => {
-      reject(new ForwardError(`${what}: no answer in time`));
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => {
-      signal.removeEventListener('abort', onAbort);
-    });
-  });
-}

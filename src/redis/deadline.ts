@@ -1,29 +1,44 @@
-/** A Redis (or store) call did not settle in time; what it was waiting on is in the message. */
+/** A call did not settle in time; what it was waiting on is in the message. */
 export class DeadlineError extends Error {
   constructor(
     readonly what: string,
-    readonly ms: number,
+    readonly ms: number | undefined,
   ) {
-    super(`${what} did not answer within ${ms} ms`);
+    super(
+      ms === undefined ? `${what}: no answer in time` : `${what} did not answer within ${ms} ms`,
+    );
     this.name = 'DeadlineError';
   }
 }
 
 /**
- * `work`, or a DeadlineError once `ms` have passed. BullMQ's reads wait for a connection that
- * may never come (a Queue made while Redis was down waits for its first `ready` for good: a
- * scrape hung 629 s), so every read outside the webhook route goes through this. A late
- * settlement of `work` is ignored, never left unhandled.
+ * THE timeout helper: `work`, or a DeadlineError once `deadline` (ms from now, or a signal that
+ * aborts, such as one attempt's AbortSignal.timeout shared by its steps) has passed. BullMQ's
+ * reads wait for a connection that may never come (a Queue made while Redis was down waits for
+ * its first `ready` for good: a scrape hung 629 s), so every read outside the webhook route goes
+ * through this. A late settlement of `work` is ignored, never left unhandled.
  */
-export function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => {
-      reject(new DeadlineError(what, ms));
-    }, ms);
-  });
+export function withDeadline<T>(
+  work: Promise<T>,
+  deadline: number | AbortSignal,
+  what: string,
+): Promise<T> {
   work.catch(() => undefined);
-  return Promise.race([work, deadline]).finally(() => {
-    clearTimeout(timer);
+  const ms = typeof deadline === 'number' ? deadline : undefined;
+  if (typeof deadline !== 'number' && deadline.aborted) {
+    return Promise.reject(new DeadlineError(what, ms));
+  }
+  return new Promise<T>((resolve, reject) => {
+    const expire = () => {
+      reject(new DeadlineError(what, ms));
+    };
+    // A timer of its own, cleared when the work settles: AbortSignal.timeout's would live on
+    // for its whole span after every call (thousands at once at a worker's pace).
+    const timer = typeof deadline === 'number' ? setTimeout(expire, deadline) : undefined;
+    if (typeof deadline !== 'number') deadline.addEventListener('abort', expire, { once: true });
+    work.then(resolve, reject).finally(() => {
+      clearTimeout(timer);
+      if (typeof deadline !== 'number') deadline.removeEventListener('abort', expire);
+    });
   });
 }
