@@ -1,3 +1,4 @@
+import { isTempName } from '../storage/temp-name.js';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { pino } from 'pino';
 import { join } from 'node:path';
@@ -136,9 +137,7 @@ export async function runTts(
   await mkdir(outDir, { recursive: true });
   // Resumable: a line whose file is already there (written whole: see writeAtomically) is done.
   const done = new Set(
-    (await readdir(outDir))
-      .filter((name) => !name.includes('.partial-'))
-      .map((name) => name.split('.')[0]),
+    (await readdir(outDir)).filter((name) => !isTempName(name)).map((name) => name.split('.')[0]),
   );
   const todo = work.filter((item) => !done.has(String(item.number).padStart(4, '0')));
   return withClient(env, config, redis, async (client) => {

@@ -29,6 +29,11 @@ function pidNamespace(): string {
   }
 }
 
+/** True for a name tempName made (this process's or another's): a file not yet whole. */
+export function isTempName(name: string): boolean {
+  return name.startsWith('.partial-');
+}
+
 export function tempName(): string {
   counter++;
   return `${PREFIX}${counter.toString(16).padStart(4, '0')}`;
