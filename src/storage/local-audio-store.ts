@@ -18,6 +18,7 @@ import { storageError } from './storage-errors.js';
 import { createLocalArchiveArea } from './local-archive-area.js';
 import { groupCommit } from '../util/group-commit.js';
 import { isAbandonedTemp, tempName } from './temp-name.js';
+import { renamePair } from './rename-pair.js';
 
 async function fsyncDirectory(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
@@ -215,6 +216,8 @@ export async function createLocalAudioStore(
   if (writable) await checkWritable(dir);
   // Up to 2 × WORKER_CONCURRENCY renames at once share a handful of directory fsyncs.
   const syncDirectory = groupCommit(() => fsyncDirectory(dir));
+  // Per item, the pair renames of this store's runs, one after another (storage/rename-pair.ts).
+  const renameTurns = new Map<string, Promise<void>>();
   return {
     archive: createLocalArchiveArea(join(dir, ARCHIVE_FOLDER)),
 
@@ -244,8 +247,8 @@ export async function createLocalAudioStore(
     // The two writes of `write`, with the metadata's temp file written and fsynced while the
     // audio's fsync runs: the two fsyncs overlap instead of following each other, and often
     // share the filesystem's journal commit. Both temps are whole and durable before either is
-    // renamed; the renames keep their order (audio, then metadata), and one directory fsync
-    // makes both durable, as with the two writes.
+    // renamed; the renames keep their order (audio, then metadata) and leave a pair of one run
+    // (storage/rename-pair.ts), and one directory fsync makes both durable, as with the two writes.
     async writeWithMetadata(audio, metadata) {
       const failAudio = (error: unknown) => storageError(error, `writing ${audio.name}`, dir);
       const failMetadata = (error: unknown) => storageError(error, `writing ${metadata.name}`, dir);
@@ -262,12 +265,12 @@ export async function createLocalAudioStore(
           ]),
         );
         for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
-        await rename(audioTemp.path, join(dir, audio.name)).catch((error: unknown) => {
-          throw failAudio(error);
-        });
-        await rename(metadataTemp?.path ?? '', join(dir, metadata.name)).catch((error: unknown) => {
-          throw failMetadata(error);
-        });
+        await renamePair(
+          dir,
+          { temp: audioTemp.path, name: audio.name, fail: failAudio },
+          { temp: metadataTemp?.path ?? '', name: metadata.name, fail: failMetadata },
+          renameTurns,
+        );
       } catch (error: unknown) {
         // A temp already renamed is gone from its path: discarding it then removes nothing.
         await audioTemp.discard();

@@ -12,7 +12,6 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
-  S3ServiceException,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import type { Config } from '../config/config.js';
@@ -21,8 +20,12 @@ import {
   type ArchiveArea,
   type AudioMetadata,
   type AudioStore,
+  type WriteOptions,
 } from './audio-store.js';
 import { archiveSegments } from './archive-path.js';
+import { itemRecord, recordsItem } from './item-record.js';
+import { multipartEtag } from './multipart-etag.js';
+import { describe, s3StorageError, statusOf } from './s3-storage-error.js';
 import { NameCollisionError, StorageError } from './storage-errors.js';
 
 export type S3Settings = Pick<
@@ -45,8 +48,12 @@ const STALE_UPLOAD_MS = 60 * 60 * 1000;
 const CHECK_TIMEOUT_MS = 10_000;
 /** The object's own record of the item it holds (user metadata, `x-amz-meta-item-id`). */
 const ITEM_ID = 'item-id';
-/** Conditional PUTs of one write: each 412 after the first means another run of the item wrote. */
-const CONDITIONAL_ATTEMPTS = 3;
+/**
+ * Conditional PUTs of one write: each 412 after the first means another run of the item wrote.
+ * With 3, one of six runs of an item at once failed (412 three times) within 15 rounds, and a
+ * run that fails downloads again when retried.
+ */
+const CONDITIONAL_ATTEMPTS = 6;
 
 export interface S3StoreOptions {
   /** An incomplete upload older than this is a killed worker's. @defaultValue 1 hour */
@@ -57,8 +64,8 @@ export interface S3StoreOptions {
 
 interface StoredObject {
   readonly bytes: number;
-  /** The item it records; undefined when it records none. */
-  readonly id: string | undefined;
+  /** Its record of the item it holds (storage/item-record.ts); undefined when it has none. */
+  readonly record: string | undefined;
   readonly etag: string | undefined;
 }
 
@@ -117,10 +124,9 @@ export function createS3AudioStore(
   async function head(name: string): Promise<StoredObject | undefined> {
     try {
       const found = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key(name) }));
-      const id = found.Metadata?.[ITEM_ID];
       return {
         bytes: found.ContentLength ?? 0,
-        id: id === undefined ? id : decodeURIComponent(id),
+        record: found.Metadata?.[ITEM_ID],
         etag: found.ETag,
       };
     } catch (error: unknown) {
@@ -139,26 +145,44 @@ export function createS3AudioStore(
   async function sameItem(name: string, id: string | undefined): Promise<StoredObject | undefined> {
     const existing = await head(name);
     if (existing === undefined) return undefined;
-    if (id === undefined || existing.id !== id)
-      throw new NameCollisionError(name, existing.id ?? '(none recorded)', id ?? '(none given)');
+    // Compared as recorded, never decoded: another tool's record need not decode at all.
+    if (id === undefined || existing.record === undefined || !recordsItem(existing.record, id))
+      throw new NameCollisionError(
+        name,
+        existing.record ?? '(none recorded)',
+        id ?? '(none given)',
+      );
     return existing;
   }
 
   const itemMetadata = (id: string | undefined) =>
-    id === undefined ? {} : { Metadata: { [ITEM_ID]: encodeURIComponent(id) } };
+    id === undefined ? {} : { Metadata: { [ITEM_ID]: itemRecord(id) } };
+
+  /** True while `name` is still the object a write made (its ETag): no other run replaced it. */
+  async function stillHolds(name: string, etag: string | undefined): Promise<boolean> {
+    if (etag === undefined) return true;
+    const found = await head(name);
+    return found?.etag?.replace(/"/g, '') === etag.replace(/"/g, '');
+  }
 
   /**
    * One PUT of a body smaller than a part, create-only (S3 and Ceph honour `If-None-Match`). On
    * 412 the object there is looked at: this item's is replaced with `If-Match` on its ETag (one
    * atomic replace, never a delete-then-write gap in which the item is gone); if another run of
    * the item replaced it in between, the look is made again, a bounded number of times.
+   * `still`, asked before each PUT (after the look), stops the write when it answers false.
    */
-  async function put(name: string, body: Buffer, id: string | undefined): Promise<void> {
+  async function put(
+    name: string,
+    body: Buffer,
+    id: string | undefined,
+    still?: () => Promise<boolean>,
+  ): Promise<string | undefined> {
     let onto: StoredObject | undefined;
     for (let attempt = 1; ; attempt++) {
+      if (still !== undefined && !(await still())) return undefined;
       try {
-        await client.send(putObject(name, body, body.length, onto, id));
-        return;
+        return (await client.send(putObject(name, body, body.length, onto, id))).ETag;
       } catch (error: unknown) {
         if (statusOf(error) !== 412 || attempt === CONDITIONAL_ATTEMPTS)
           throw fail(error, `writing ${name}`);
@@ -206,7 +230,7 @@ export function createS3AudioStore(
     source: AsyncIterable<Uint8Array>,
     bytes: number,
     id: string | undefined,
-  ): Promise<void> {
+  ): Promise<string | undefined> {
     const existing = await sameItem(name, id);
     const abort = new AbortController();
     const counted = async function* () {
@@ -228,9 +252,10 @@ export function createS3AudioStore(
     // pipe() gives the body no 'error' listener: its failure is reported through the abort.
     body.on('error', () => undefined);
     try {
-      await client.send(putObject(name, body, bytes, existing, id), {
+      const answer = await client.send(putObject(name, body, bytes, existing, id), {
         abortSignal: abort.signal,
       });
+      return answer.ETag;
     } catch (error: unknown) {
       body.destroy();
       throw abort.signal.aborted && abort.signal.reason instanceof Error
@@ -255,7 +280,7 @@ export function createS3AudioStore(
     name: string,
     source: AsyncIterable<Uint8Array>,
     id: string | undefined,
-  ): Promise<void> {
+  ): Promise<string | undefined> {
     const existing = await sameItem(name, id);
     const target = { Bucket: bucket, Key: key(name) };
     const created = await client.send(
@@ -315,7 +340,7 @@ export function createS3AudioStore(
       // At least one whole part was read before a multipart upload is chosen.
       if (filled > 0) send(part, filled);
       await settle(0);
-      await client.send(
+      const completed = await client.send(
         new CompleteMultipartUploadCommand({
           ...target,
           UploadId: uploadId,
@@ -323,6 +348,8 @@ export function createS3AudioStore(
           ...(existing === undefined ? { IfNoneMatch: '*' } : {}),
         }),
       );
+      // `||`: Ceph's answer holds an empty ETag.
+      return completed.ETag || multipartEtag(parts);
     } catch (error: unknown) {
       await Promise.allSettled(inFlight);
       await client
@@ -332,54 +359,76 @@ export function createS3AudioStore(
     }
   }
 
+  /** AudioStore.write, resolving to the ETag of the object written. */
+  async function writeObject(
+    name: string,
+    source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+    options: WriteOptions | undefined,
+  ): Promise<string | undefined> {
+    const id = options?.id;
+    // Up to one part is read first: a smaller body is one conditional PUT from memory; a larger
+    // one is one streamed PUT when its length is known (the CDN declared it), else a multipart
+    // upload.
+    const iterator = toAsyncIterator(source);
+    const first: Uint8Array[] = [];
+    let bytes = 0;
+    let ended = false;
+    while (bytes < PART_BYTES) {
+      const next = await iterator.next();
+      if (next.done === true) {
+        ended = true;
+        break;
+      }
+      first.push(next.value);
+      bytes += next.value.length;
+    }
+    let sourceFailure: { error: unknown } | undefined;
+    try {
+      if (ended) return await put(name, Buffer.concat(first), id);
+      else {
+        const rest = recordFailure(
+          { [Symbol.asyncIterator]: () => iterator },
+          (error) => (sourceFailure = { error }),
+        );
+        const whole = (async function* () {
+          // Handed on and let go of: the first part's chunks are not kept for the whole upload.
+          for (let chunk = first.shift(); chunk !== undefined; chunk = first.shift()) yield chunk;
+          yield* rest;
+        })();
+        const known = options?.bytes;
+        return known !== undefined && known <= MAX_PUT_BYTES
+          ? await putStreamed(name, whole, known, id)
+          : await upload(name, whole, id);
+      }
+    } catch (error: unknown) {
+      // The source is closed at once (the CDN's connection), not left open until its timeout.
+      await iterator.return?.().catch(() => undefined);
+      // A source that failed (the CDN, the size cap) keeps its own error.
+      if (sourceFailure !== undefined) throw sourceFailure.error;
+      if (error instanceof NameCollisionError || error instanceof StorageError) throw error;
+      throw fail(error, `writing ${name}`);
+    }
+  }
+
   const store: AudioStore & { checkBucket(): Promise<void>; readonly archive: ArchiveArea } = {
     archive: createS3ArchiveArea(client, bucket, `${settings.s3Prefix}${ARCHIVE_FOLDER}/`, fail),
     refusesOtherItems: true,
 
     async write(name, source, options) {
-      const id = options?.id;
-      // Up to one part is read first: a smaller body is one conditional PUT from memory; a larger
-      // one is one streamed PUT when its length is known (the CDN declared it), else a multipart
-      // upload.
-      const iterator = toAsyncIterator(source);
-      const first: Uint8Array[] = [];
-      let bytes = 0;
-      let ended = false;
-      while (bytes < PART_BYTES) {
-        const next = await iterator.next();
-        if (next.done === true) {
-          ended = true;
-          break;
-        }
-        first.push(next.value);
-        bytes += next.value.length;
-      }
-      let sourceFailure: { error: unknown } | undefined;
-      try {
-        if (ended) await put(name, Buffer.concat(first), id);
-        else {
-          const rest = recordFailure(
-            { [Symbol.asyncIterator]: () => iterator },
-            (error) => (sourceFailure = { error }),
-          );
-          const whole = (async function* () {
-            // Handed on and let go of: the first part's chunks are not kept for the whole upload.
-            for (let chunk = first.shift(); chunk !== undefined; chunk = first.shift()) yield chunk;
-            yield* rest;
-          })();
-          const known = options?.bytes;
-          if (known !== undefined && known <= MAX_PUT_BYTES)
-            await putStreamed(name, whole, known, id);
-          else await upload(name, whole, id);
-        }
-      } catch (error: unknown) {
-        // The source is closed at once (the CDN's connection), not left open until its timeout.
-        await iterator.return?.().catch(() => undefined);
-        // A source that failed (the CDN, the size cap) keeps its own error.
-        if (sourceFailure !== undefined) throw sourceFailure.error;
-        if (error instanceof NameCollisionError || error instanceof StorageError) throw error;
-        throw fail(error, `writing ${name}`);
-      }
+      await writeObject(name, source, options);
+    },
+
+    // Two runs of one item may interleave their PUTs (A's audio, B's audio, B's metadata, A's
+    // metadata: A's metadata beside B's audio, 3 of 15 rounds of six runs). The metadata is
+    // written only while the audio is still the object this run wrote (its ETag), each PUT
+    // conditional on the metadata looked at before that look: a run whose audio was replaced
+    // leaves the metadata to the run that replaced it, which writes its own after.
+    async writeWithMetadata(audio, metadata) {
+      const etag = await writeObject(audio.name, audio.source, audio.options);
+      const id = audio.options?.id;
+      await put(metadata.name, Buffer.from(metadata.bytes()), id, () =>
+        stillHolds(audio.name, etag),
+      );
     },
 
     read(name) {
@@ -610,28 +659,7 @@ async function* recordFailure(
   }
 }
 
-function statusOf(error: unknown): number | undefined {
-  return error instanceof S3ServiceException ? error.$metadata.httpStatusCode : undefined;
-}
-
 /** The SDK's default chain found nothing: the endpoint was never asked, so not "unreachable". */
 function isMissingCredentials(error: unknown): boolean {
   return error instanceof Error && error.name === 'CredentialsProviderError';
-}
-
-function describe(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' ? `${code} ${error.message}` : `${error.name}: ${error.message}`;
-}
-
-/**
- * Store trouble (5xx, throttling, timeouts, a refused connection, access denied) as StorageError:
- * the job is retried with its backoff, never failed for good because the store was away.
- */
-function s3StorageError(error: unknown, what: string): StorageError {
-  if (error instanceof StorageError) return error;
-  return new StorageError(`storage failed ${what}: ${describe(error)}`, undefined, {
-    cause: error,
-  });
 }

@@ -17,6 +17,22 @@ export class StorageError extends Error {
   }
 }
 
+/**
+ * The store refused a request that no later attempt can change (S3: a key over 1,024 bytes,
+ * metadata over 2 KB). A StorageError still, so every caller that tells store trouble from a
+ * download's (the downloader, the CLI, start-up) keeps telling it; but the job fails at once,
+ * stays in `failed` for a person to look at, and is not retried DOWNLOAD_ATTEMPTS times in vain.
+ */
+export class StorageRefusedError extends StorageError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, undefined, options);
+    // BullMQ fails a job without retries when its error is an UnrecoverableError by class or by
+    // name (bullmq's Job.shouldRetryJob); this class cannot be both a StorageError and
+    // an UnrecoverableError, so it takes the name.
+    this.name = 'UnrecoverableError';
+  }
+}
+
 const PLAIN: Readonly<Record<string, string>> = {
   ENOSPC: 'no space left on the device',
   EDQUOT: 'disk quota exceeded',

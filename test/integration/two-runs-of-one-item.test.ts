@@ -227,3 +227,78 @@ describe('the S3 store never removes what is not known to be its own', () => {
     expect((left.Uploads ?? []).map((upload) => upload.Key)).toEqual(['audio-backup/not-ours.wav']);
   });
 });
+
+// A CDN that changed the file between two runs of one item: each run downloads other bytes. The
+// metadata always describes the audio beside it, whatever the order of the runs' writes. Three
+// stores on one AUDIO_DIR or bucket stand for three worker processes, two runs in each: runs of
+// one store take turns, those of others cannot.
+const sharedStores: Record<string, () => Promise<AudioStore[]>> = {
+  local: async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'aw-six-runs-'));
+    return Promise.all([1, 2, 3].map(() => createLocalAudioStore(dir)));
+  },
+  s3: async () => {
+    const bucket = `aw-${randomUUID()}`;
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    const settings = {
+      s3Bucket: bucket,
+      s3Prefix: 'audio/',
+      s3Endpoint: gateway.endpoint,
+      s3Region: 'us-east-1',
+      s3ForcePathStyle: true,
+    };
+    return [1, 2, 3].map(() => createS3AudioStore(settings, gateway.client()));
+  },
+};
+
+describe.each([
+  ['local', 100],
+  ['s3', 15],
+])('the %s store, six runs of one item downloading different bytes', (kind, rounds) => {
+  it(`leaves metadata describing the audio beside it (${rounds} rounds)`, async () => {
+    const stores = await sharedStores[kind]!();
+    const dispatcher = agent();
+    const downloads = stores.map((store) =>
+      createAudioDownloader({
+        config: { cdnOrigins: [cdn.origin], downloadMaxBytes: 1 << 20, downloadTimeoutMs: 30_000 },
+        store,
+        dispatcher,
+      }),
+    );
+    const store = stores[0]!;
+    const logger = createLogger('silent');
+    const mismatched: string[] = [];
+    const failed: string[] = [];
+    try {
+      for (let round = 0; round < rounds; round++) {
+        const path = `/${randomUUID()}.wav`;
+        cdn.route(path, (_req, res) => {
+          const body = randomBytes(2000 + Math.floor(Math.random() * 2000));
+          res
+            .writeHead(200, { 'content-type': 'audio/wav', 'content-length': body.length })
+            .end(body);
+        });
+        const id = `item-${randomUUID()}`;
+        const runs = await Promise.allSettled(
+          ['a', 'b', 'c', 'd', 'e', 'f'].map((run, n) =>
+            downloads[n % downloads.length]!(
+              `${cdn.origin}${path}`,
+              { id },
+              delivery(`job-${run}`, id),
+              logger,
+            ),
+          ),
+        );
+        for (const run of runs) if (run.status === 'rejected') failed.push(String(run.reason));
+        const metadata = await store.readMetadata(id);
+        const audio = await bytesOf(store, `${id}.wav`);
+        if (metadata?.sha256 !== sha256(audio) || metadata.bytes !== audio.length)
+          mismatched.push(id);
+      }
+    } finally {
+      await dispatcher.close();
+    }
+    expect(mismatched).toEqual([]);
+    expect(failed).toEqual([]);
+  }, 120_000);
+});
