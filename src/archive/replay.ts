@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DeliveryQueue } from '../queue/delivery-queue.js';
 import { withDeadline } from '../redis/deadline.js';
-import type { ArchivedDelivery } from './archive.js';
+import type { ArchivedDelivery } from './archived-delivery.js';
 
 /** Jobs put on the queue in one round trip. */
 export const REPLAY_BATCH = 500;

@@ -1,7 +1,8 @@
 import { mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bucketFolder, createArchive, type UnreadableEntry } from '../../src/archive/archive';
+import { createArchive, type UnreadableEntry } from '../../src/archive/archive';
+import { bucketFolder } from '../../src/archive/id-bucket';
 import { parseWhen, replayQuery, type ReplayArgs } from '../../src/cli/replay-command';
 import { UsageError } from '../../src/cli/cli-errors';
 import { archiveSegments } from '../../src/storage/archive-path';
