@@ -47,7 +47,7 @@ export { StorageError } from './storage/storage-errors.js';
 export { createLocalAudioStore } from './storage/local-audio-store.js';
 export { createS3AudioStore, createS3Client, type S3Settings } from './storage/s3-audio-store.js';
 export { createAudioStore } from './storage/create-audio-store.js';
-export { createLocalBlobArea } from './storage/local-blob-area.js';
+export { createLocalBlobArea } from './provider/local-blob-area.js';
 export type { BlobArea } from './provider/tts-cache.js';
 export {
   createProviderClient,

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig, type Config } from './config/config.js';
 import { loadCustom } from './load-custom.js';
 import { ListenError, serve, type RunningServer } from './http/serve.js';
 import { loadDotEnv } from './load-dotenv.js';
-import { createLogger } from './logger.js';
+import { createLogger } from './telemetry/logger.js';
 import { createReceiver, type ReceiverOptions } from './web/receiver.js';
 import { shutdown, type ShutdownStep } from './shutdown.js';
 import { packageVersion, reportStartup } from './startup-report.js';
@@ -16,7 +16,7 @@ import { serveWorkerHealth } from './workers/health-server.js';
 import { CaFileError } from './workers/worker-context.js';
 import type { Logger } from 'pino';
 import { readyWithin } from './redis/connections.js';
-import { DeadlineError } from './redis/deadline.js';
+import { DeadlineError } from './util/deadline.js';
 import { EventDefinitionError } from './webhooks/custom-events.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { DeadlineError, withDeadline } from './redis/deadline.js';
+import { DeadlineError, withDeadline } from './util/deadline.js';
 
 export interface ShutdownStep {
   readonly name: string;

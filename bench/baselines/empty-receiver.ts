@@ -6,7 +6,7 @@
 import express from 'express';
 import getRawBody from 'raw-body';
 import { applyCommonMiddleware } from '../../src/web/common-middleware.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/telemetry/logger.js';
 
 const app = express();
 applyCommonMiddleware(app, createLogger(process.env.LOG_LEVEL ?? 'info'));

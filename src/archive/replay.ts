@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DeliveryQueue } from '../queue/delivery-queue.js';
-import { withDeadline } from '../redis/deadline.js';
+import { withDeadline } from '../util/deadline.js';
 import type { ArchivedDelivery } from './archived-delivery.js';
 
 /** Jobs put on the queue in one round trip. */

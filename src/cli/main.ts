@@ -25,7 +25,7 @@ import { runSandbox, SANDBOX_FLAGS } from './sandbox-command.js';
 import { send } from './send.js';
 import { REPLAY_FLAGS, runReplay } from './replay-command.js';
 import { ReplayStalledError } from '../archive/replay.js';
-import { DeadlineError } from '../redis/deadline.js';
+import { DeadlineError } from '../util/deadline.js';
 import { StorageError } from '../storage/storage-errors.js';
 import { COMMANDS, commandUsage, USAGE } from './usage.js';
 

@@ -14,9 +14,9 @@ import {
 import { PROVIDER_SETTINGS } from '../provider/provider-settings.js';
 import { createStoreCacheArea } from '../provider/store-cache-area.js';
 import { createAudioStore } from '../storage/create-audio-store.js';
-import { createLocalBlobArea } from '../storage/local-blob-area.js';
+import { createLocalBlobArea } from '../provider/local-blob-area.js';
 import { loadCustom } from '../load-custom.js';
-import { createLogger } from '../logger.js';
+import { createLogger } from '../telemetry/logger.js';
 import { writeAtomically } from '../storage/write-atomically.js';
 import { MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';

@@ -9,7 +9,7 @@ import {
 } from '../archive/archive.js';
 import { replayDeliveries, type ReplayOptions } from '../archive/replay.js';
 import { loadCustom } from '../load-custom.js';
-import { createLogger } from '../logger.js';
+import { createLogger } from '../telemetry/logger.js';
 import { createDeliveryQueue } from '../queue/delivery-queue.js';
 import type { RedisConnection } from '../redis/connections.js';
 import type { ArchiveArea } from '../storage/audio-store.js';

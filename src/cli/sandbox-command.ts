@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { parseSettings, SETTINGS } from '../config/config.js';
-import { createLogger } from '../logger.js';
+import { createLogger } from '../telemetry/logger.js';
 import { startSandbox } from '../sandbox/start-sandbox.js';
 import { SANDBOX_SETTINGS, sandboxConfig } from '../sandbox/sandbox-settings.js';
 import { UsageError } from './cli-errors.js';

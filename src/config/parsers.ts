@@ -95,7 +95,7 @@ export const hostPorts = z
     return parsed;
   });
 
-/** FORWARD_URLS: the destinations (forward/destinations.ts); unset is the empty list. */
+/** FORWARD_URLS: the destinations (config/destinations.ts); unset is the empty list. */
 export const forwardUrls = z
   .string()
   .optional()

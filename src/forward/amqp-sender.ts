@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { connect, type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
-import { withDeadline } from '../redis/deadline.js';
+import { withDeadline } from '../util/deadline.js';
 import { ForwardError, PermanentForwardError, type Sender } from './sender.js';
 
 /** The header a returned message is known by: each publish's own, whatever its message-id. */

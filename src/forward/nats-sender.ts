@@ -10,7 +10,7 @@ import {
   type ConnectionOptions,
   type NatsConnection,
 } from 'nats';
-import { withDeadline } from '../redis/deadline.js';
+import { withDeadline } from '../util/deadline.js';
 import { ForwardError, PermanentForwardError, type Sender } from './sender.js';
 
 /**

@@ -1,6 +1,6 @@
 import { Queue, type JobType } from 'bullmq';
 import type { RedisConnection } from '../redis/connections.js';
-import { withDeadline } from '../redis/deadline.js';
+import { withDeadline } from '../util/deadline.js';
 
 /**
  * How long a read of the queue's counts may take (a scrape, a liveness probe). Prometheus's own

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { createArchive } from '../archive/archive.js';
 import type { Delivery } from '../webhooks/define-event.js';
-import { withDeadline } from '../redis/deadline.js';
+import { withDeadline } from '../util/deadline.js';
 import type { AudioStore } from '../storage/audio-store.js';
 
 /** An archive write that has not answered by then is counted failed; the job goes on. */

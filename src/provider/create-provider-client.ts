@@ -1,6 +1,6 @@
 import { pino, type Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
-import { createLogger } from '../logger.js';
+import { createLogger } from '../telemetry/logger.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { createKeyPool } from './key-pool.js';
 import { createLimiter } from './limiter.js';

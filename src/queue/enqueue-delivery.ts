@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { webStoreDeadlineMs } from '../redis/connections.js';
-import { withDeadline } from '../redis/deadline.js';
+import { withDeadline } from '../util/deadline.js';
 import { createReplicaWait } from '../redis/replica-wait.js';
 import type { Delivery } from '../webhooks/define-event.js';
 import { deliveryJobData, type DeliveryQueue } from './delivery-queue.js';

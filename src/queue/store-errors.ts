@@ -1,4 +1,4 @@
-import { DeadlineError } from '../redis/deadline.js';
+import { DeadlineError } from '../util/deadline.js';
 import { isConnectionError } from '../redis/watch-redis.js';
 
 /** Redis could not store the delivery now (down, failing, too slow, full): the sender retries. */

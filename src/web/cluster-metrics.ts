@@ -6,7 +6,7 @@ import {
   type Registry,
 } from 'prom-client';
 import type { Logger } from 'pino';
-import { withDeadline } from '../redis/deadline.js';
+import { withDeadline } from '../util/deadline.js';
 
 const ASK = 'audio-webhooks:metrics-request';
 const ANSWER = 'audio-webhooks:metrics-answer';

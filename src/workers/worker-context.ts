@@ -7,7 +7,7 @@ import { createGuardedAgent } from '../download/guarded-agent.js';
 import { createFailureLog } from '../records/failure-log.js';
 import { createRevocationRegistry } from '../records/revocation-registry.js';
 import type { AudioMetadata, AudioStore } from '../storage/audio-store.js';
-import { withDeadline } from '../redis/deadline.js';
+import { withDeadline } from '../util/deadline.js';
 import { createAudioStore, STORE_CHECK_DEADLINE_MS } from '../storage/create-audio-store.js';
 import { NO_CUSTOM_EVENTS, type CustomEvents } from '../webhooks/custom-events.js';
 import { createAudioDownloader, type DeliveryInfo } from './download-audio.js';

@@ -5,7 +5,7 @@ import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import request from 'supertest';
 import { runCli } from '../../src/cli/main';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/telemetry/logger';
 import { jobItemId, type DeliveryJobData } from '../../src/queue/delivery-queue';
 import type { CustomEvents } from '../../src/webhooks/custom-events';
 import type { Hooks } from '../../src/workers/hooks';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../../src/config/config';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/telemetry/logger';
 import { createReceiver, type Receiver } from '../../src/web/receiver';
 import type { CustomEvents } from '../../src/webhooks/custom-events';
 import { signPayload } from '../../src/webhooks/sign-payload';

@@ -6,7 +6,7 @@ import request from 'supertest';
 import { createForwardQueue, forwardJobId } from '../../src/queue/forward-queue';
 import { ADMIN_PATH } from '../../src/web/admin-dashboard';
 import { serve, type RunningServer } from '../../src/http/serve';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/telemetry/logger';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { launchChromium, TEST_OUTPUT } from '../helpers/browser';
 import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';

@@ -241,7 +241,7 @@ it('a worker SIGKILLed after storing and before forwarding: the message is sent 
         process.execPath,
         '-e',
         `const { loadConfig, startWorkers } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'index.js'))});
-         const { createLogger } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'logger.js'))});
+         const { createLogger } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'telemetry', 'logger.js'))});
          startWorkers(loadConfig(), createLogger('info'), { hooks: { audioReady: async () => {
            console.log(JSON.stringify({ msg: 'stored; holding before forwarding' }));
            await new Promise(() => undefined);

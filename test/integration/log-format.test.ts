@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
-import { createLogger, resolveLogFormat } from '../../src/logger';
+import { createLogger, resolveLogFormat } from '../../src/telemetry/logger';
 
 // LOG_FORMAT: JSON for collectors and pipes, readable lines for a person at a terminal.
 function captured(): { stream: Writable; text: () => string } {
@@ -37,7 +37,7 @@ it('auto: pretty on a terminal, JSON otherwise', async () => {
   expect(resolveLogFormat('auto', false)).toBe('json');
   expect(resolveLogFormat('json', true)).toBe('json');
   // The built logger on a real pseudo-terminal (util-linux's `script`) and on a pipe.
-  const script = `require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'logger.js'))}).createLogger('info', undefined, 'auto').info('hello')`;
+  const script = `require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'telemetry', 'logger.js'))}).createLogger('info', undefined, 'auto').info('hello')`;
   const run = promisify(execFile);
   const piped = await run(process.execPath, ['-e', script]);
   expect(JSON.parse(piped.stdout)).toMatchObject({ msg: 'hello' });

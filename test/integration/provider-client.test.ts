@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { serve } from '../../src/http/serve';
 import { createProviderClient } from '../../src/provider/create-provider-client';
-import { createLocalBlobArea } from '../../src/storage/local-blob-area';
+import { createLocalBlobArea } from '../../src/provider/local-blob-area';
 import { ProviderError } from '../../src/provider/provider-errors';
 import { freePort } from '../helpers/private-redis';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox-process';

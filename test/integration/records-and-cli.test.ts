@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import { Writable } from 'node:stream';
 import { runCli } from '../../src/cli/main';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/telemetry/logger';
 import { createRevocationRegistry } from '../../src/records/revocation-registry';
 import { createFailureLog } from '../../src/records/failure-log';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/telemetry/logger';
 import { startWorkers } from '../../src/pipeline/start-workers';
 import { freePort, startPrivateRedis } from '../helpers/private-redis';
 import { eventually, startSandboxProcess } from '../helpers/sandbox-process';

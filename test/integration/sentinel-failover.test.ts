@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import request from 'supertest';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/telemetry/logger';
 import { dedupeId } from '../../src/queue/enqueue-delivery';
 import { dropConnection } from '../../src/redis/connections';
-import { withDeadline } from '../../src/redis/deadline';
+import { withDeadline } from '../../src/util/deadline';
 import { startWorkers } from '../../src/pipeline/start-workers';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { startPrivateRedis, startPrivateSentinel, whenReady } from '../helpers/private-redis';

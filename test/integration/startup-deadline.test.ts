@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, constants, mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { withDeadline } from '../../src/redis/deadline';
+import { withDeadline } from '../../src/util/deadline';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { TEST_SECRET } from '../helpers/test-receiver';
 

@@ -10,7 +10,7 @@ import {
 } from '@aws-sdk/client-s3';
 import fc from 'fast-check';
 import { createGuardedAgent } from '../../src/download/guarded-agent';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/telemetry/logger';
 import type { AudioStore } from '../../src/storage/audio-store';
 import { fileStem } from '../../src/storage/file-name';
 import { createLocalAudioStore } from '../../src/storage/local-audio-store';

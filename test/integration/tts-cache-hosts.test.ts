@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { serve } from '../../src/http/serve';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/telemetry/logger';
 import { createProviderClient } from '../../src/provider/create-provider-client';
 import { createStoreCacheArea } from '../../src/provider/store-cache-area';
 import type { BlobArea } from '../../src/provider/tts-cache';
 import { createLocalAudioStore } from '../../src/storage/local-audio-store';
-import { createLocalBlobArea } from '../../src/storage/local-blob-area';
+import { createLocalBlobArea } from '../../src/provider/local-blob-area';
 import { deleteKeys } from '../helpers/test-receiver';
 
 // The TTS cache when its bodies cannot be kept, and when the client runs on several hosts that

@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import request from 'supertest';
 import { createReceiver } from '../../src/web/receiver';
 import { serve } from '../../src/http/serve';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/telemetry/logger';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { signPayload } from '../../src/webhooks/sign-payload';
 import {

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import type { RunningServer } from '../../src/http/serve';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/telemetry/logger';
 import { BACKLOG_METRIC } from '../../src/telemetry/metrics';
 import { webhookEventSchema } from '../../src/webhooks/events';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';

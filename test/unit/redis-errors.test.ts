@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { createLogger } from '../../src/logger';
+import { createLogger } from '../../src/telemetry/logger';
 import {
   classifyStoreError,
   StorageUnavailableError,

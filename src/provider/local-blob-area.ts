@@ -1,7 +1,7 @@
 import { readdir, readFile, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { BlobArea } from '../provider/tts-cache.js';
-import { writeAtomically } from './write-atomically.js';
+import type { BlobArea } from './tts-cache.js';
+import { writeAtomically } from '../storage/write-atomically.js';
 
 /** Names the area makes: hex and dashes only, so a name read back can never leave the folder. */
 const NAME = /^[0-9a-f-]{1,128}$/;
