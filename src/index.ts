@@ -7,7 +7,8 @@
  *   if (await keys.isKeyRevoked(apiKeyId)) throw new Error('API key revoked');
  */
 export { createReceiver, type Receiver, type ReceiverOptions } from './web/receiver.js';
-export { defineEvent, type EventDefinition, type Delivery } from './webhooks/define-event.js';
+export { defineEvent, type EventDefinition } from './hooks/define-event.js';
+export type { Delivery } from './webhooks/delivery.js';
 export { loadConfig, ConfigError, type Config } from './config/config.js';
 export {
   createRevocationRegistry,
@@ -24,12 +25,14 @@ export type {
   KeyRevokedEvent,
 } from './webhooks/events.js';
 export { startWorkers, type WorkerOptions } from './pipeline/start-workers.js';
-export type { Hooks, HookContext, ReadOnlyAudioStore } from './workers/hooks.js';
+export type { Hooks } from './hooks/hooks.js';
 export type {
+  HookContext,
+  ReadOnlyAudioStore,
   DeliveryInfo,
   DownloadAudio,
   DownloadAudioOptions,
-} from './workers/download-audio.js';
+} from './hooks/hook-context.js';
 export type {
   AudioStore,
   AudioMetadata,

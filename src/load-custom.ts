@@ -1,6 +1,6 @@
 import type { CreateStore } from './storage/create-audio-store.js';
-import { customEvents, EventDefinitionError, type CustomEvents } from './webhooks/custom-events.js';
-import type { Hooks } from './workers/hooks.js';
+import { customEvents, EventDefinitionError, type CustomEvents } from './hooks/custom-events.js';
+import type { Hooks } from './hooks/hooks.js';
 
 /** What a fork's src/custom/ holds; every part is optional. */
 export interface CustomCode {

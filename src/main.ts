@@ -17,7 +17,7 @@ import { CaFileError } from './workers/worker-context.js';
 import type { Logger } from 'pino';
 import { readyWithin } from './redis/connections.js';
 import { DeadlineError } from './util/deadline.js';
-import { EventDefinitionError } from './webhooks/custom-events.js';
+import { EventDefinitionError } from './hooks/custom-events.js';
 
 /**
  * Composition root: .env, config, logger, then the HTTP receiver and/or the workers per ROLE (with

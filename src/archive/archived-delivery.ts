@@ -1,4 +1,4 @@
-import type { Delivery } from '../webhooks/define-event.js';
+import type { Delivery } from '../webhooks/delivery.js';
 
 /** One entry of the archive: an accepted delivery and when and by which job it was handled. */
 export interface ArchivedDelivery {

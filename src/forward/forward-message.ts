@@ -1,5 +1,5 @@
 import type { AudioMetadata } from '../storage/audio-store.js';
-import type { Delivery } from '../webhooks/define-event.js';
+import type { Delivery } from '../webhooks/delivery.js';
 import { jsonMember } from '../webhooks/json-member.js';
 
 /** Where an item that stored audio is, and what it holds: the message's `stored`. */

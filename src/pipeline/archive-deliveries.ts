@@ -2,7 +2,7 @@ import { Counter, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { createArchive } from '../archive/archive.js';
-import type { Delivery } from '../webhooks/define-event.js';
+import type { Delivery } from '../webhooks/delivery.js';
 import { withDeadline } from '../util/deadline.js';
 import type { AudioStore } from '../storage/audio-store.js';
 

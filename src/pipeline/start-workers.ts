@@ -7,7 +7,7 @@ import { startJobWorker } from '../jobs/start-job-worker.js';
 import { createWorkerRedis, redisTarget } from '../redis/connections.js';
 import { isConnectionError, watchRedis } from '../redis/watch-redis.js';
 import { createRegistry } from '../telemetry/metrics.js';
-import { withDefaults, type Hooks } from '../workers/hooks.js';
+import { withDefaults, type Hooks } from '../hooks/hooks.js';
 import { createLiveness, type Liveness } from '../workers/liveness.js';
 import { createWorkerContext, type ContextOptions } from '../workers/worker-context.js';
 import { createDeliverySteps } from './delivery-steps.js';

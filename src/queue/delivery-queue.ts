@@ -1,5 +1,5 @@
 import { Queue, type ConnectionOptions, type Telemetry } from 'bullmq';
-import type { Delivery } from '../webhooks/define-event.js';
+import type { Delivery } from '../webhooks/delivery.js';
 
 /** One queue for every event: the dispatcher picks the handler by job name (= event name). */
 export const DELIVERY_QUEUE = 'deliveries';

@@ -4,7 +4,7 @@ import type { RedisConnection } from '../redis/connections.js';
 import { webStoreDeadlineMs } from '../redis/connections.js';
 import { withDeadline } from '../util/deadline.js';
 import { createReplicaWait } from '../redis/replica-wait.js';
-import type { Delivery } from '../webhooks/define-event.js';
+import type { Delivery } from '../webhooks/delivery.js';
 import { deliveryJobData, type DeliveryQueue } from './delivery-queue.js';
 import { classifyStoreError, StorageUnavailableError } from './store-errors.js';
 

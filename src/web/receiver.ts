@@ -16,7 +16,7 @@ import {
 } from '../redis/connections.js';
 import { watchRedis } from '../redis/watch-redis.js';
 import { createMetrics, type Metrics } from '../telemetry/metrics.js';
-import { NO_CUSTOM_EVENTS, type CustomEvents } from '../webhooks/custom-events.js';
+import { NO_CUSTOM_EVENTS, type CustomEvents } from '../hooks/custom-events.js';
 import type { DashboardOptions } from './admin-dashboard.js';
 import { clusterMetricsText } from './cluster-metrics.js';
 import { applyCommonMiddleware, setSecurityHeaders, startRequestLog } from './common-middleware.js';

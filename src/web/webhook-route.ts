@@ -4,7 +4,7 @@ import type { Config } from '../config/config.js';
 import type { DeliveryOutcome, Metrics } from '../telemetry/metrics.js';
 import type { StoreDelivery } from '../queue/enqueue-delivery.js';
 import { StorageUnavailableError, UnstorableDeliveryError } from '../queue/store-errors.js';
-import type { CustomEvents } from '../webhooks/custom-events.js';
+import type { CustomEvents } from '../hooks/custom-events.js';
 import { parseEvent } from '../webhooks/parse-event.js';
 import { inServerSpan, inSpanSync } from '../telemetry/tracing.js';
 import { verifySignature } from '../webhooks/verify-signature.js';

@@ -1,5 +1,4 @@
-import { NO_CUSTOM_EVENTS, type CustomEvents } from './custom-events.js';
-import type { Delivery } from './define-event.js';
+import type { Delivery, EventDataSchema } from './delivery.js';
 import { isKnownEvent, webhookEventSchema } from './events.js';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from './json-depth.js';
 
@@ -14,6 +13,14 @@ export type ParsedDelivery =
     }
   | { readonly ok: true; readonly known: false; readonly event: string; readonly id: string }
   | { readonly ok: false; readonly detail: string };
+
+/**
+ * The receiver's view of the fork's events: each one's `data` schema, by name. The worker's
+ * view (hooks/custom-events.ts) has each one's `handle` too; a map of that is one of these.
+ */
+export type EventSchemas = ReadonlyMap<string, { readonly data: EventDataSchema }>;
+
+const NO_EVENTS: EventSchemas = new Map();
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
@@ -37,10 +44,7 @@ const refuse = (detail: string): ParsedDelivery => ({ ok: false, detail });
  * sent, so the worker's parse (workers/dispatch.ts) is the one that runs, on replays too.
  * Pure: the route maps a refusal to 400.
  */
-export function parseEvent(
-  body: Uint8Array,
-  custom: CustomEvents = NO_CUSTOM_EVENTS,
-): ParsedDelivery {
+export function parseEvent(body: Uint8Array, custom: EventSchemas = NO_EVENTS): ParsedDelivery {
   let json: unknown;
   let text: string;
   try {

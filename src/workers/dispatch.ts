@@ -1,13 +1,14 @@
 import { UnrecoverableError } from 'bullmq';
 import { inSpan } from '../telemetry/tracing.js';
-import type { Delivery } from '../webhooks/define-event.js';
+import type { Delivery } from '../webhooks/delivery.js';
 import { isKnownEvent, webhookEventSchema, type WebhookEvent } from '../webhooks/events.js';
 import { handleAudioFailed } from './handlers/audio-failed.js';
 import { handleAudioReady } from './handlers/audio-ready.js';
 import { handleKeyRevoked } from './handlers/key-revoked.js';
 import type { AudioMetadata } from '../storage/audio-store.js';
-import type { DeliveryInfo } from './download-audio.js';
-import type { HookContext, Hooks } from './hooks.js';
+import type { DeliveryInfo } from '../hooks/hook-context.js';
+import type { Hooks } from '../hooks/hooks.js';
+import type { HookContext } from '../hooks/hook-context.js';
 import type { StoredOutcome, WorkerContext } from './worker-context.js';
 
 /** A job's delivery and the facts of the job itself. */

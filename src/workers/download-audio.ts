@@ -8,40 +8,7 @@ import type { AudioDetails, AudioMetadata, AudioStore } from '../storage/audio-s
 import { audioExtension, fileStem } from '../storage/file-name.js';
 import { NameCollisionError, StorageError } from '../storage/storage-errors.js';
 import { inSpan } from '../telemetry/tracing.js';
-
-/** The delivery a download is made for: its metadata records it. */
-export interface DeliveryInfo {
-  /** The BullMQ job handling the delivery. */
-  readonly jobId: string;
-  /** The delivery's `event`. */
-  readonly event: string;
-  /** Its `data.id`. */
-  readonly id: string;
-  /** When the receiver accepted the delivery, ISO 8601. */
-  readonly receivedAt: string;
-  /** 1 on the first run of the job, 2 on its first retry, and so on. */
-  readonly attempt: number;
-  /**
-   * True when no run of this job started before: not a retry, not a job taken over from a
-   * worker that died, not a replay. Nothing of this run's can be stored yet.
-   */
-  readonly firstRun: boolean;
-  /**
-   * True when an operator's `replay` put the delivery on the queue again (the audio may be
-   * there already; a hook that sends mail or bills may want to skip). False for the provider's.
-   */
-  readonly replay: boolean;
-}
-
-export interface DownloadAudioOptions {
-  /** The item's id: the stored names are `<id><ext>` and `<id>.json` (encoded when unsafe). */
-  readonly id: string;
-  /** Recorded in the metadata beside the download's own fields. @defaultValue none */
-  readonly details?: AudioDetails;
-}
-
-/** The built-in download, as a handler or hook calls it. */
-export type DownloadAudio = (url: string, options: DownloadAudioOptions) => Promise<AudioMetadata>;
+import type { DeliveryInfo, DownloadAudioOptions } from '../hooks/hook-context.js';
 
 export interface AudioDownloaderDeps {
   readonly config: Pick<Config, 'cdnOrigins' | 'downloadMaxBytes' | 'downloadTimeoutMs'>;

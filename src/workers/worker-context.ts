@@ -9,9 +9,11 @@ import { createRevocationRegistry } from '../records/revocation-registry.js';
 import type { AudioMetadata, AudioStore } from '../storage/audio-store.js';
 import { withDeadline } from '../util/deadline.js';
 import { createAudioStore, STORE_CHECK_DEADLINE_MS } from '../storage/create-audio-store.js';
-import { NO_CUSTOM_EVENTS, type CustomEvents } from '../webhooks/custom-events.js';
-import { createAudioDownloader, type DeliveryInfo } from './download-audio.js';
-import { readOnly, type HookContext, type Hooks } from './hooks.js';
+import { NO_CUSTOM_EVENTS, type CustomEvents } from '../hooks/custom-events.js';
+import { createAudioDownloader } from './download-audio.js';
+import { type DeliveryInfo } from '../hooks/hook-context.js';
+import { type Hooks } from '../hooks/hooks.js';
+import { readOnly, type HookContext } from '../hooks/hook-context.js';
 
 /** What the handlers share in one worker process; `forDelivery` gives each job its context. */
 export interface WorkerContext {

@@ -7,8 +7,8 @@ import request from 'supertest';
 import { runCli } from '../../src/cli/main';
 import { createLogger } from '../../src/telemetry/logger';
 import { jobItemId, type DeliveryJobData } from '../../src/queue/delivery-queue';
-import type { CustomEvents } from '../../src/webhooks/custom-events';
-import type { Hooks } from '../../src/workers/hooks';
+import type { CustomEvents } from '../../src/hooks/custom-events';
+import type { Hooks } from '../../src/hooks/hooks';
 import { startWorkers, type RunningWorkers } from '../../src/pipeline/start-workers';
 import {
   createTestReceiver,

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../../src/config/config';
 import { createLogger } from '../../src/telemetry/logger';
 import { createReceiver, type Receiver } from '../../src/web/receiver';
-import type { CustomEvents } from '../../src/webhooks/custom-events';
+import type { CustomEvents } from '../../src/hooks/custom-events';
 import { signPayload } from '../../src/webhooks/sign-payload';
 
 export const TEST_SECRET = 'whsec_test_secret';

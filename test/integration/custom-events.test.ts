@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { events as exampleEvents } from '../../src/examples/events';
 import { jobItemId } from '../../src/queue/delivery-queue';
-import { customEvents } from '../../src/webhooks/custom-events';
-import { defineEvent } from '../../src/webhooks/define-event';
-import type { HookContext } from '../../src/workers/hooks';
+import { customEvents } from '../../src/hooks/custom-events';
+import { defineEvent } from '../../src/hooks/define-event';
+import type { HookContext } from '../../src/hooks/hook-context';
 import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 

@@ -15,7 +15,8 @@ import { createLogger } from '../../src/telemetry/logger';
 import type { AudioStore } from '../../src/storage/audio-store';
 import { createLocalAudioStore } from '../../src/storage/local-audio-store';
 import { createS3AudioStore } from '../../src/storage/s3-audio-store';
-import { createAudioDownloader, type DeliveryInfo } from '../../src/workers/download-audio';
+import { createAudioDownloader } from '../../src/workers/download-audio';
+import { type DeliveryInfo } from '../../src/hooks/hook-context';
 import { startCephGateway, type CephGateway } from '../../src/dev/ceph-gateway';
 import { startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
 

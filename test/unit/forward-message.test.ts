@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { forwardMessage } from '../../src/forward/forward-message';
 import { messageId } from '../../src/forward/message-id';
-import type { Delivery } from '../../src/webhooks/define-event';
+import type { Delivery } from '../../src/webhooks/delivery';
 import { jsonMember } from '../../src/webhooks/json-member';
 
 /** Any JSON value, written with any of JSON's spellings of numbers and white space. */

@@ -1,10 +1,38 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
-// The arrows of the house run one way (the README's layout): what the receiver and the worker's
-// health server share (http/) never reaches up into the receiver (web/); the service's core never
-// imports the sandbox or the provider client; and no module imports itself through a circle.
+// The arrows of the house run one way: down the pipeline. A file imports from its own folder and
+// from the folders before it in LAYERS, never from one after it; no two folders import each other
+// through any path; no module imports itself through a circle.
 const SRC = join(__dirname, '..', '..', 'src');
+
+/**
+ * src/'s folders in pipeline order, lowest first (the README's "Development" has a line on each). Folders on
+ * one line are peers: each may import the other, but not in a loop. `.` is the composition root
+ * (main.ts, index.ts): it may import anything, and only the CLI and the examples import it.
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  ['util', 'spec'],
+  ['config'],
+  ['redis'],
+  ['jobs'],
+  ['telemetry'],
+  ['webhooks'],
+  ['queue', 'records'],
+  ['download', 'storage'],
+  ['hooks'],
+  ['archive'],
+  ['http'],
+  ['web', 'workers'],
+  ['forward'],
+  ['pipeline'],
+  ['provider', 'sandbox', 'dev'],
+  ['.'],
+  ['cli'],
+  ['examples', 'custom'],
+];
+
+type Graph = ReadonlyMap<string, readonly string[]>;
 
 function files(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
@@ -24,34 +52,82 @@ function importsOf(file: string): string[] {
   );
 }
 
-const graph = new Map(files(SRC).map((file) => [relative(SRC, file), importsOf(file)]));
+const folderOf = (file: string) => (file.includes('/') ? (file.split('/')[0] ?? '') : '.');
+const rank = (folder: string) => LAYERS.findIndex((layer) => layer.includes(folder));
 
-it('http/ imports nothing of web/, and the core nothing of sandbox/ or provider/', () => {
-  const wrong = [...graph].flatMap(([file, imports]) =>
-    imports
-      .filter(
-        (target) =>
-          (file.startsWith('http/') && target.startsWith('web/')) ||
-          (/^(http|webhooks|queue|workers)\//.test(file) && /^(sandbox|provider)\//.test(target)),
-      )
-      .map((target) => `${file} → ${target}`),
-  );
-  expect(wrong).toEqual([]);
-});
+/** Imports into a later layer, and files in a folder LAYERS does not name. */
+function importsUp(graph: Graph): string[] {
+  return [...graph].flatMap(([file, imports]) => {
+    if (rank(folderOf(file)) === -1) return [`${file}: its folder is not in LAYERS`];
+    return imports
+      .filter((target) => rank(folderOf(target)) > rank(folderOf(file)))
+      .map((target) => `${file} → ${target}`);
+  });
+}
 
-it('no import circles', () => {
-  const circles: string[] = [];
+/** Circles in a graph of names, each as `a → b → a`. */
+function circles(edges: ReadonlyMap<string, readonly string[]>): string[] {
+  const found: string[] = [];
   const state = new Map<string, 'open' | 'done'>();
-  const visit = (file: string, path: string[]) => {
-    if (state.get(file) === 'done') return;
-    if (state.get(file) === 'open') {
-      circles.push([...path.slice(path.indexOf(file)), file].join(' → '));
+  const visit = (node: string, path: string[]) => {
+    if (state.get(node) === 'done') return;
+    if (state.get(node) === 'open') {
+      found.push([...path.slice(path.indexOf(node)), node].join(' → '));
       return;
     }
-    state.set(file, 'open');
-    for (const target of graph.get(file) ?? []) visit(target, [...path, file]);
-    state.set(file, 'done');
+    state.set(node, 'open');
+    for (const next of edges.get(node) ?? []) visit(next, [...path, node]);
+    state.set(node, 'done');
   };
-  for (const file of graph.keys()) visit(file, []);
-  expect(circles).toEqual([]);
+  for (const node of edges.keys()) visit(node, []);
+  return found;
+}
+
+/** The folders each folder imports from (its own left out). */
+function folderGraph(graph: Graph): Map<string, string[]> {
+  const folders = new Map<string, Set<string>>();
+  for (const [file, imports] of graph) {
+    const from = folderOf(file);
+    const targets = folders.get(from) ?? new Set<string>();
+    for (const target of imports) if (folderOf(target) !== from) targets.add(folderOf(target));
+    folders.set(from, targets);
+  }
+  return new Map([...folders].map(([folder, targets]) => [folder, [...targets]]));
+}
+
+const graph: Graph = new Map(files(SRC).map((file) => [relative(SRC, file), importsOf(file)]));
+
+it('no import runs back up the pipeline', () => {
+  expect(importsUp(graph)).toEqual([]);
+});
+
+it('no folder-level loop', () => {
+  expect(circles(folderGraph(graph))).toEqual([]);
+});
+
+it('no import circles between files', () => {
+  expect(circles(graph)).toEqual([]);
+});
+
+it('the checks catch what they are for (a deliberate violation of each)', () => {
+  const bent: Graph = new Map([
+    ['config/parsers.ts', ['forward/destinations.ts']],
+    ['forward/destinations.ts', []],
+    ['web/a.ts', ['workers/b.ts']],
+    ['workers/b.ts', ['web/c.ts']],
+    ['web/c.ts', ['web/a.ts']],
+    ['nowhere/x.ts', []],
+  ]);
+  expect(importsUp(bent)).toEqual([
+    'config/parsers.ts → forward/destinations.ts',
+    'nowhere/x.ts: its folder is not in LAYERS',
+  ]);
+  expect(circles(folderGraph(bent))).toEqual(['web → workers → web']);
+  expect(circles(bent)).toEqual(['web/a.ts → workers/b.ts → web/c.ts → web/a.ts']);
+});
+
+it('the core never reaches the provider client or the sandbox', () => {
+  const core = ['http', 'webhooks', 'queue', 'workers', 'pipeline', 'forward', 'web'];
+  for (const folder of core) expect(rank(folder)).toBeLessThan(rank('provider'));
+  expect(rank('provider')).toBe(rank('sandbox'));
 });

@@ -1,5 +1,6 @@
 import type { AudioFailedEvent } from '../../webhooks/events.js';
-import type { HookContext, Hooks } from '../hooks.js';
+import type { Hooks } from '../../hooks/hooks.js';
+import type { HookContext } from '../../hooks/hook-context.js';
 
 /** Records the provider's failure where `audio-webhooks failures` lists it, then runs the hook. */
 export async function handleAudioFailed(

@@ -1,6 +1,7 @@
 import type { AudioMetadata } from '../../storage/audio-store.js';
 import type { AudioReadyEvent } from '../../webhooks/events.js';
-import type { HookContext, Hooks } from '../hooks.js';
+import type { Hooks } from '../../hooks/hooks.js';
+import type { HookContext } from '../../hooks/hook-context.js';
 
 /**
  * Downloads the audio into the store (`<id><ext>` and `<id>.json`, see download-audio.ts), then

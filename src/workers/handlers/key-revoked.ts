@@ -1,5 +1,6 @@
 import type { KeyRevokedEvent } from '../../webhooks/events.js';
-import type { HookContext, Hooks } from '../hooks.js';
+import type { Hooks } from '../../hooks/hooks.js';
+import type { HookContext } from '../../hooks/hook-context.js';
 
 /** Adds the key to the revocation registry (isKeyRevoked, `audio-webhooks revoked-keys`), then the hook. */
 export async function handleKeyRevoked(

@@ -1,14 +1,6 @@
 import type { z } from 'zod';
-import type { HookContext } from '../workers/hooks.js';
-
-/** What every delivery carries, built-in or not: the envelope the receiver checks first. */
-export interface Delivery {
-  readonly event: string;
-  readonly data: Readonly<Record<string, unknown>> & { readonly id: string };
-}
-
-/** A zod object schema of a delivery's `data`; it has `id`, the item's identifier. */
-export type EventDataSchema = z.ZodObject<{ id: z.ZodType<string> } & z.core.$ZodShape>;
+import type { EventDataSchema } from '../webhooks/delivery.js';
+import type { HookContext } from './hook-context.js';
 
 /** One event of the fork's own (src/custom/events.ts), made by `defineEvent`. */
 export interface EventDefinition<

@@ -1,7 +1,41 @@
 import type { Logger } from 'pino';
 import type { FailureLog } from '../records/failure-log.js';
 import type { RevocationRegistry } from '../records/revocation-registry.js';
-import type { AudioMetadata, AudioStore } from '../storage/audio-store.js';
+import type { AudioDetails, AudioMetadata, AudioStore } from '../storage/audio-store.js';
+
+/** The delivery a download is made for: its metadata records it. */
+export interface DeliveryInfo {
+  /** The BullMQ job handling the delivery. */
+  readonly jobId: string;
+  /** The delivery's `event`. */
+  readonly event: string;
+  /** Its `data.id`. */
+  readonly id: string;
+  /** When the receiver accepted the delivery, ISO 8601. */
+  readonly receivedAt: string;
+  /** 1 on the first run of the job, 2 on its first retry, and so on. */
+  readonly attempt: number;
+  /**
+   * True when no run of this job started before: not a retry, not a job taken over from a
+   * worker that died, not a replay. Nothing of this run's can be stored yet.
+   */
+  readonly firstRun: boolean;
+  /**
+   * True when an operator's `replay` put the delivery on the queue again (the audio may be
+   * there already; a hook that sends mail or bills may want to skip). False for the provider's.
+   */
+  readonly replay: boolean;
+}
+
+export interface DownloadAudioOptions {
+  /** The item's id: the stored names are `<id><ext>` and `<id>.json` (encoded when unsafe). */
+  readonly id: string;
+  /** Recorded in the metadata beside the download's own fields. @defaultValue none */
+  readonly details?: AudioDetails;
+}
+
+/** The built-in download, as a handler or hook calls it. */
+export type DownloadAudio = (url: string, options: DownloadAudioOptions) => Promise<AudioMetadata>;
 
 /** What a hook may do with the store: read. */
 export type ReadOnlyAudioStore = Pick<AudioStore, 'read' | 'readMetadata' | 'holds'>;
@@ -14,9 +48,6 @@ export function readOnly(store: AudioStore): ReadOnlyAudioStore {
     holds: (name, bytes, sha256) => store.holds(name, bytes, sha256),
   };
 }
-import type { AudioFailedEvent, AudioReadyEvent, KeyRevokedEvent } from '../webhooks/events.js';
-import type { DeliveryInfo, DownloadAudio } from './download-audio.js';
-
 /**
  * What a hook or a custom event's `handle` may use, built for each job. No settings and no
  * secrets: what a hook needs of the configuration it reads itself, so a hook that logs its
@@ -43,24 +74,4 @@ export interface HookContext {
   readonly downloadAudio: DownloadAudio;
   /** The delivery being handled. */
   readonly delivery: DeliveryInfo;
-}
-
-/**
- * The framework's side of the hooks: their types. YOUR hooks live in src/custom/hooks.ts, which
- * upstream never edits. Each hook runs in a worker after the built-in handling of its event has
- * succeeded (the audio is stored, the failure or revocation recorded). A hook that throws fails
- * the job, which is retried with backoff and kept in `failed` for a later `retry`, so hooks must
- * be idempotent: the same event can reach them more than once.
- */
-export interface Hooks {
-  audioReady(event: AudioReadyEvent, audio: AudioMetadata, context: HookContext): Promise<void>;
-  audioFailed(event: AudioFailedEvent, context: HookContext): Promise<void>;
-  keyRevoked(event: KeyRevokedEvent, context: HookContext): Promise<void>;
-}
-
-const nothing = () => Promise.resolve();
-
-/** The hooks you did not write: nothing beyond the built-in handling, which already logs. */
-export function withDefaults(hooks: Partial<Hooks> = {}): Hooks {
-  return { audioReady: nothing, audioFailed: nothing, keyRevoked: nothing, ...hooks };
 }
