@@ -8,10 +8,12 @@ import { Agent, request } from 'undici';
 
 export function runNaiveWorker(save: (id: string, body: Buffer) => Promise<unknown>): void {
   const agent = new Agent({ connect: { ca: process.env.CDN_CA ?? '' }, connections: 128 });
-  const worker = new Worker<{ event: { data: { id: string; audio_url: string } } }>(
+  const worker = new Worker<{ body: string }>(
     'deliveries',
     async (job) => {
-      const { id, audio_url: url } = job.data.event.data;
+      // The queue holds the body as the provider sent it; any worker parses it once.
+      const delivery = JSON.parse(job.data.body) as { data: { id: string; audio_url: string } };
+      const { id, audio_url: url } = delivery.data;
       const res = await request(url, { dispatcher: agent });
       await save(id, Buffer.from(await res.body.arrayBuffer()));
     },

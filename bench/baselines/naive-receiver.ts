@@ -38,7 +38,8 @@ app.post('/webhooks', express.raw({ type: 'application/json' }), async (req, res
     res.status(200).json({ received: true, duplicate: true });
     return;
   }
-  await queue.add(event.event, { event });
+  // The body as sent, as the service queues it (the naive worker parses it).
+  await queue.add(event.event, { body: (req.body as Buffer).toString() });
   res.status(202).json({ received: true, duplicate: false });
 });
 app.listen(Number(process.env.PORT), '127.0.0.1', () => process.send?.('listening'));

@@ -51,7 +51,10 @@ it("the README's openssl + curl signing example is accepted, then recognised as 
   const again = await run('bash', ['-euo', 'pipefail', '-c', script], { env });
   expect(again.stdout).toBe('{"received":true,"duplicate":true}');
   const [job] = await receiver.queue.getWaiting();
-  expect(job?.data.event).toEqual({ event: 'key.revoked', data: { id: 'key_demo' } });
+  expect(JSON.parse(job?.data.body ?? '')).toEqual({
+    event: 'key.revoked',
+    data: { id: 'key_demo' },
+  });
 });
 
 it('with a wrong secret the same example gets 401', async () => {

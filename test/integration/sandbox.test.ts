@@ -280,7 +280,10 @@ describe('the API', () => {
     });
     expect(delivery.data_id).toBe(key.id);
     const [job] = await receiver.queue.getJobs(['waiting']);
-    expect(job?.data.event).toEqual({ event: 'key.revoked', data: { id: key.id } });
+    expect(JSON.parse(job?.data.body ?? '')).toEqual({
+      event: 'key.revoked',
+      data: { id: key.id },
+    });
   });
 });
 
