@@ -13,7 +13,7 @@ export interface AudioMetadata extends AudioDetails {
   readonly audio_url: string;
   /** Where the bytes came from after redirects. */
   readonly final_url: string;
-  /** The audio file's name inside AUDIO_DIR. */
+  /** The audio file's name inside AUDIO_DIR (or under S3_PREFIX). */
   readonly file: string;
   readonly bytes: number;
   readonly sha256: string;
@@ -37,8 +37,8 @@ export interface AudioStore {
    * names durable (the downloader's metadata, whose absence or mismatch makes a restart fetch
    * the audio again); a store may then leave the name's own durability to that write.
    * `bytes`: the source's length, when known before it is read (the CDN's content-length); a
-   * store may then send it in one request (S3: one streamed PUT instead of a multipart upload).
-   * A source that ends short or runs long then fails the write.
+   * store may then send it in one request (S3: one streamed PUT instead of a multipart upload),
+   * and a source that ends short or runs long then fails the write.
    */
   write(
     name: string,
@@ -78,7 +78,9 @@ export interface AudioStore {
   readonly refusesOtherItems?: boolean;
   /**
    * Where accepted deliveries are archived for `replay` (archive/archive.ts), beside the audio
-   * but out of its names' reach. A store without one keeps no archive: replay is then off.
+   * but out of its names' reach; the CLI's TTS cache keeps its bodies there too
+   * (provider/store-cache-area.ts). A store without one keeps no archive: replay is then off,
+   * and the TTS cache keeps its bodies in a folder of AUDIO_DIR (provider/local-blob-area.ts).
    */
   readonly archive?: ArchiveArea;
 }
@@ -94,10 +96,11 @@ export interface WriteOptions {
 export const ARCHIVE_FOLDER = '.archive';
 
 /**
- * A tree of small files in the store's own place, in a folder the audio's names never reach
+ * A tree of files in the store's own place, in a folder the audio's names never reach
  * (`.archive/`: a file stem never starts with a dot, and an audio key holds no `/`). Paths are
- * `/`-separated and relative to that folder; the service makes them from dates, job ids and file
- * stems only (archive/archive.ts), never from a delivery's text. Trouble is a StorageError.
+ * `/`-separated and relative to that folder; the service makes them from times, job ids, file
+ * stems, hashes and random names only (archive/archive.ts, provider/store-cache-area.ts), never
+ * from a delivery's text. Trouble is a StorageError.
  */
 export interface ArchiveArea {
   /** Writes one file whole (never seen partly written), replacing one of the same path. */
@@ -105,8 +108,9 @@ export interface ArchiveArea {
   /**
    * Appends to a file, creating it (and its folders) when there is none. Optional: an area that
    * has it keeps the archive in segments, one line per entry appended to a file that exists;
-   * one without it (S3, whose objects are written whole) keeps a file per entry. One caller
-   * appends to a file at a time; a failed append may have written part of its bytes.
+   * one without it (S3, whose objects are written whole) keeps it in batches, the lines of many
+   * entries in a new file written by one put (archive/batch-writer.ts). One caller appends to a
+   * file at a time; a failed append may have written part of its bytes.
    */
   append?(path: string, body: Uint8Array): Promise<void>;
   /** The file's bytes, or undefined when there is none. */
@@ -114,9 +118,9 @@ export interface ArchiveArea {
   /**
    * What `folder` ('' for the top) holds: files by name, folders by name and a trailing `/`;
    * with `deep`, every file below it as a path relative to it (no folders), a folder's files
-   * together. Streamed a page at a time (an hour may hold millions of entries), in no other
-   * promised order; names starting with a dot (temp files) are never listed; a folder that does
-   * not exist lists nothing.
+   * together. Streamed a page at a time (an hour of entry files, as versions before the segments
+   * and batches wrote them, may hold millions), in no other promised order; names starting with
+   * a dot (temp files) are never listed; a folder that does not exist lists nothing.
    */
   list(folder: string, options?: { readonly deep?: boolean }): AsyncIterable<string>;
   /** Removes `folder` and everything in it; nothing there is not an error. */

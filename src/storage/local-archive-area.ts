@@ -64,15 +64,16 @@ export function createLocalArchiveArea(root: string): ArchiveArea {
   };
 }
 
-/** Item folders read at once in a deep listing: one readdir each, a few dozen in flight. */
+/** Folders read at once in a deep listing: one readdir each, a few dozen in flight. */
 const FOLDERS_IN_FLIGHT = 32;
 
 /**
  * `dir`'s entries, streamed: opendir reads a few dozen at a time, so an hour of millions is never
- * held. Deep: the files of the folders in it (an hour's item folders, each small, are read with
- * one readdir apiece, FOLDERS_IN_FLIGHT at once: an opendir walk of each took 66 s for 200,000
- * items, against 8 s for reading them all), folders not listed themselves. Two levels are all
- * the archive has (archive/archive.ts).
+ * held. Deep: the files of the folders in it (an hour's folders, each small: its buckets' of
+ * segments, a file per writer, and the item folders of entry files that versions before the
+ * segments wrote; read with one readdir apiece, FOLDERS_IN_FLIGHT at once: an opendir walk of
+ * each took 66 s for 200,000 item folders, against 8 s for reading them all), folders not listed
+ * themselves. Two levels are all an hour has (archive/archive.ts).
  */
 async function* listFolder(
   dir: string,

@@ -1,0 +1,40 @@
+import { s3PutCommand } from './s3-put-command.js';
+import type { StoredObject } from './s3-item-object.js';
+import type { S3Location } from './s3-location.js';
+import { s3ReplaceableObject } from './s3-replaceable-object.js';
+import { statusOf } from './s3-storage-error.js';
+
+/**
+ * Conditional PUTs of one write: each 412 after the first means another run of the item wrote.
+ * With 3, one of six runs of an item at once failed (412 three times) within 15 rounds, and a
+ * run that fails downloads again when retried.
+ */
+const CONDITIONAL_ATTEMPTS = 6;
+
+/**
+ * One PUT of a body smaller than a part, create-only (S3 and Ceph honour `If-None-Match`). On
+ * 412 the object there is looked at: this item's is replaced with `If-Match` on its ETag (one
+ * atomic replace, never a delete-then-write gap in which the item is gone); if another run of
+ * the item replaced it in between, the look is made again, a bounded number of times.
+ * `still`, asked before each PUT (after the look), stops the write when it answers false.
+ * Resolves to the ETag the PUT answered, or to undefined when `still` stopped the write.
+ */
+export async function s3ConditionalPut(
+  s3: S3Location,
+  name: string,
+  body: Buffer,
+  id: string | undefined,
+  still?: () => Promise<boolean>,
+): Promise<string | undefined> {
+  let onto: StoredObject | undefined;
+  for (let attempt = 1; ; attempt++) {
+    if (still !== undefined && !(await still())) return undefined;
+    try {
+      return (await s3.client.send(s3PutCommand(s3, name, body, body.length, onto, id))).ETag;
+    } catch (error: unknown) {
+      if (statusOf(error) !== 412 || attempt === CONDITIONAL_ATTEMPTS)
+        throw s3.fail(error, `writing ${name}`);
+    }
+    onto = await s3ReplaceableObject(s3, name, id);
+  }
+}
