@@ -43,7 +43,7 @@ export async function provideRedis(): Promise<void> {
  */
 export default async function globalSetup(): Promise<void> {
   // The AWS SDK's nine-line notice on Node < 22, once per test process that makes a client: the
-  // service turns it into one start-up log line (s3-audio-store.ts); the tests need neither.
+  // service turns it into one start-up log line (s3-client.ts); the tests need neither.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
   globalThis.checkoutBefore = checkoutLeftovers();
   await provideRedis();
