@@ -1,5 +1,5 @@
 import { loadDotEnv } from '../load-dotenv.js';
-import { describeError } from './cli-errors.js';
+import { messageOf } from './cli-errors.js';
 import { runCli } from './main.js';
 
 const stdout = { out: (text: string) => process.stdout.write(text) };
@@ -11,7 +11,7 @@ runCli(process.argv.slice(2), process.env, stdout, stderr).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(`audio-webhooks: ${describeError(error)}\n`);
+    process.stderr.write(`audio-webhooks: ${messageOf(error)}\n`);
     process.exitCode = 1;
   },
 );

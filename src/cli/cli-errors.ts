@@ -13,8 +13,8 @@ export class OperationalError extends Error {
   override name = 'OperationalError';
 }
 
-/** An error's message, read by shape rather than `instanceof`, which fails across VM realms. */
-export function describeError(error: unknown): string {
+/** An error's message alone, for a line the CLI prints to a person (read by shape, not `instanceof`). */
+export function messageOf(error: unknown): string {
   const message = (error as { message?: unknown } | null)?.message;
   return typeof message === 'string' ? message : String(error);
 }

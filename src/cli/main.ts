@@ -10,7 +10,7 @@ import {
 } from '../redis/connections.js';
 import { createFailureLog } from '../records/failure-log.js';
 import { createRevocationRegistry } from '../records/revocation-registry.js';
-import { describeError, MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
+import { messageOf, MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
 import {
   audioFailedRow,
@@ -253,7 +253,7 @@ async function withRedis<T>(
     await redis.connect();
   } catch (error: unknown) {
     dropConnection(redis);
-    const reason = describeError(cause ?? error);
+    const reason = messageOf(cause ?? error);
     throw new OperationalError(`cannot reach Redis at ${redisTarget(config)}: ${reason}`);
   }
   try {

@@ -3,7 +3,7 @@ import type { Config } from '../config/config.js';
 import { SAMPLE_AUDIO_PATH } from '../sandbox/cdn/sample-path.js';
 import { sampleDelivery } from '../webhooks/sample-delivery.js';
 import { signPayload } from '../webhooks/sign-payload.js';
-import { describeError, OperationalError, UsageError } from './cli-errors.js';
+import { messageOf, OperationalError, UsageError } from './cli-errors.js';
 import type { Output } from './print.js';
 
 export interface SendArgs {
@@ -63,7 +63,7 @@ export async function send(args: SendArgs, config: Config, output: Output): Prom
     bodyTimeout: 10_000,
   }).catch((error: unknown) => {
     const cause = (error as { cause?: unknown } | null)?.cause;
-    const reason = describeError(cause ?? error);
+    const reason = messageOf(cause ?? error);
     throw new OperationalError(`cannot reach ${url}: ${reason}`);
   });
   output.out(`sent ${args.event} ${body}\nHTTP ${res.statusCode}\n${await res.body.text()}\n`);

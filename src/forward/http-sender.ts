@@ -1,3 +1,4 @@
+import { describeError } from '../util/describe-error.js';
 import { Agent, request } from 'undici';
 import { Webhook } from 'standardwebhooks';
 import { ForwardError, type Sender } from './sender.js';
@@ -42,7 +43,7 @@ export function createHttpSender(url: URL, secret: string, timeoutMs: number): S
         },
         body,
       }).catch((error: unknown) => {
-        throw new ForwardError(`not reached: ${describe(error)}`, { cause: error });
+        throw new ForwardError(`not reached: ${describeError(error)}`, { cause: error });
       });
       await answer.body.dump({ limit: MAX_ANSWER_BYTES }).catch(() => undefined);
       if (answer.statusCode < 200 || answer.statusCode > 299) {
@@ -51,11 +52,4 @@ export function createHttpSender(url: URL, secret: string, timeoutMs: number): S
     },
     close: () => agent.close(),
   };
-}
-
-function describe(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const code =
-    (error.cause as { code?: unknown } | undefined)?.code ?? (error as { code?: unknown }).code;
-  return typeof code === 'string' ? `${error.message} (${code})` : error.message;
 }

@@ -1,6 +1,7 @@
 import { HeadBucketCommand } from '@aws-sdk/client-s3';
 import type { S3Location } from './s3-location.js';
-import { describe, statusOf } from './s3-storage-error.js';
+import { describeError } from '../util/describe-error.js';
+import { statusOf } from './s3-storage-error.js';
 import { StorageError } from './storage-errors.js';
 
 /** The start-up check's bound: an endpoint that does not answer must not hang the start. */
@@ -21,7 +22,7 @@ export async function s3CheckBucket(s3: S3Location): Promise<void> {
           ? `refused (${status}): check the credentials and the bucket policy`
           : isMissingCredentials(error)
             ? 'no credentials: the AWS SDK found none (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE in ~/.aws, a web identity token, or a pod or instance role)'
-            : `unreachable: ${describe(error)}`;
+            : `unreachable: ${describeError(error)}`;
     throw new StorageError(`${s3.where}: ${reason}`, undefined, { cause: error });
   }
 }

@@ -1,3 +1,4 @@
+import { describeError } from '../util/describe-error.js';
 import { S3ServiceException } from '@aws-sdk/client-s3';
 import { StorageError, StorageRefusedError } from './storage-errors.js';
 
@@ -25,7 +26,7 @@ const REFUSED_STATUSES: ReadonlySet<number> = new Set([413, 414, 431]);
  */
 export function s3StorageError(error: unknown, what: string): StorageError {
   if (error instanceof StorageError) return error;
-  const message = `storage failed ${what}: ${describe(error)}`;
+  const message = `storage failed ${what}: ${describeError(error)}`;
   return isRefusal(error)
     ? new StorageRefusedError(`${message} (refused for good: no retry can store it)`, {
         cause: error,
@@ -41,10 +42,4 @@ function isRefusal(error: unknown): boolean {
 
 export function statusOf(error: unknown): number | undefined {
   return error instanceof S3ServiceException ? error.$metadata.httpStatusCode : undefined;
-}
-
-export function describe(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' ? `${code} ${error.message}` : `${error.name}: ${error.message}`;
 }
