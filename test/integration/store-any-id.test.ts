@@ -1,7 +1,4 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { randomBytes, randomUUID } from 'node:crypto';
 import {
   CreateBucketCommand,
   HeadObjectCommand,
@@ -13,51 +10,35 @@ import { createGuardedAgent } from '../../src/download/guarded-agent';
 import { createLogger } from '../../src/telemetry/logger';
 import type { AudioStore } from '../../src/storage/audio-store';
 import { fileStem } from '../../src/storage/file-name';
-import { createLocalAudioStore } from '../../src/storage/local-audio-store';
 import { createS3AudioStore } from '../../src/storage/s3-audio-store';
 import { NameCollisionError, StorageError } from '../../src/storage/storage-errors';
 import { createAudioDownloader } from '../../src/workers/download-audio';
-import { startCephGateway, type CephGateway } from '../../src/dev/ceph-gateway';
-import { startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import type { CephGateway } from '../../src/dev/ceph-gateway';
+import type { LocalCdn } from '../helpers/local-cdn';
+import {
+  bytesOf,
+  deliveryOfItem,
+  sha256,
+  startStoreFixtures,
+  type StoreFixtures,
+} from '../helpers/store-fixtures';
 
 // "Accepting is a promise to every carrier": the receiver takes any non-empty well-formed Unicode
 // `data.id` up to its 1 MiB body, so both stores must hold an item of every such id, under a valid
 // name, with its metadata right and its id recognised when the store reads its record back.
+let fixtures: StoreFixtures;
 let gateway: CephGateway;
 let client: S3Client;
 let cdn: LocalCdn;
-const dirs: string[] = [];
-
 beforeAll(async () => {
-  [gateway, cdn] = await Promise.all([startCephGateway(), startLocalCdn()]);
-  client = gateway.client();
+  fixtures = await startStoreFixtures('any-id');
+  ({ gateway, client, cdn } = fixtures);
 }, 120_000);
-afterAll(async () => {
-  client.destroy();
-  await cdn.close();
-  await gateway.stop();
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-const s3Settings = (bucket: string, prefix = 'audio/') => ({
-  s3Bucket: bucket,
-  s3Prefix: prefix,
-  s3Endpoint: gateway.endpoint,
-  s3Region: 'us-east-1',
-  s3ForcePathStyle: true,
-});
-
+afterAll(() => fixtures.close());
+const s3Settings = (bucket: string, prefix?: string) => fixtures.s3Settings(bucket, prefix);
 const stores: Record<string, () => Promise<AudioStore>> = {
-  local: () => {
-    const dir = mkdtempSync(join(tmpdir(), 'aw-any-id-'));
-    dirs.push(dir);
-    return createLocalAudioStore(dir);
-  },
-  s3: async () => {
-    const bucket = `aw-${randomUUID()}`;
-    await client.send(new CreateBucketCommand({ Bucket: bucket }));
-    return createS3AudioStore(s3Settings(bucket), gateway.client());
-  },
+  local: () => fixtures.stores.local(),
+  s3: () => fixtures.stores.s3(),
 };
 
 /**
@@ -92,14 +73,6 @@ const examples: [string, string][] = [
   id,
 ]);
 
-const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
-
-async function bytesOf(store: AudioStore, name: string): Promise<Buffer> {
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of store.read(name)) chunks.push(chunk);
-  return Buffer.concat(chunks);
-}
-
 // Shrinking a failure costs a request per step against S3: it reports the first one as found.
 describe.each([
   ['local', 50, false],
@@ -109,13 +82,7 @@ describe.each([
   let dispatcher: ReturnType<typeof createGuardedAgent>;
   beforeAll(async () => {
     store = await stores[kind]!();
-    dispatcher = createGuardedAgent({
-      allowPrivateIps: true,
-      ca: cdn.ca,
-      connectTimeoutMs: 5000,
-      headersTimeoutMs: 5000,
-      bodyIdleTimeoutMs: 5000,
-    });
+    dispatcher = fixtures.agent();
   });
   afterAll(() => dispatcher.close());
 
@@ -131,15 +98,7 @@ describe.each([
     cdn.route(path, (_req, res) =>
       res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': body.length }).end(body),
     );
-    const delivery = (jobId: string, firstRun: boolean) => ({
-      jobId,
-      event: 'audio.ready',
-      id,
-      receivedAt: new Date().toISOString(),
-      attempt: 1,
-      replay: false,
-      firstRun,
-    });
+    const delivery = (jobId: string, firstRun: boolean) => deliveryOfItem(jobId, id, firstRun);
     const logger = createLogger('silent');
     const file = `${fileStem(id)}.wav`;
     // A file name is at most 255 bytes, an S3 key 1,024 (with S3_PREFIX).

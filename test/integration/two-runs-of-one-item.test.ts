@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,58 +10,38 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { createGuardedAgent } from '../../src/download/guarded-agent';
 import { createLogger } from '../../src/telemetry/logger';
 import type { AudioStore } from '../../src/storage/audio-store';
 import { createLocalAudioStore } from '../../src/storage/local-audio-store';
 import { createS3AudioStore } from '../../src/storage/s3-audio-store';
 import { createAudioDownloader } from '../../src/workers/download-audio';
-import { type DeliveryInfo } from '../../src/hooks/hook-context';
-import { startCephGateway, type CephGateway } from '../../src/dev/ceph-gateway';
-import { startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import type { CephGateway } from '../../src/dev/ceph-gateway';
+import type { LocalCdn } from '../helpers/local-cdn';
+import {
+  bytesOf,
+  deliveryOfItem,
+  sha256,
+  startStoreFixtures,
+  type StoreFixtures,
+} from '../helpers/store-fixtures';
 
 // Two runs of one item at once are normal: a replay of a recent range beside the original job, a
 // stalled job re-run by BullMQ, a retry. Whatever their order, a whole stored item is never
 // removed, and both stores end the same way. The CDN serves the audio twice and refuses every
 // later request (a signed URL that expired), so a run that lost the item could not get it back.
+let fixtures: StoreFixtures;
 let gateway: CephGateway;
 let client: S3Client;
 let cdn: LocalCdn;
-const agent = () =>
-  createGuardedAgent({
-    allowPrivateIps: true,
-    ca: cdn.ca,
-    connectTimeoutMs: 5000,
-    headersTimeoutMs: 5000,
-    bodyIdleTimeoutMs: 5000,
-  });
-
 beforeAll(async () => {
-  [gateway, cdn] = await Promise.all([startCephGateway(), startLocalCdn()]);
-  client = gateway.client();
+  fixtures = await startStoreFixtures('two-runs');
+  ({ gateway, client, cdn } = fixtures);
 }, 120_000);
-afterAll(async () => {
-  client.destroy();
-  await cdn.close();
-  await gateway.stop();
-});
-
+afterAll(() => fixtures.close());
+const agent = () => fixtures.agent();
 const stores: Record<string, () => Promise<AudioStore>> = {
-  local: () => createLocalAudioStore(mkdtempSync(join(tmpdir(), 'aw-two-runs-'))),
-  s3: async () => {
-    const bucket = `aw-${randomUUID()}`;
-    await client.send(new CreateBucketCommand({ Bucket: bucket }));
-    return createS3AudioStore(
-      {
-        s3Bucket: bucket,
-        s3Prefix: 'audio/',
-        s3Endpoint: gateway.endpoint,
-        s3Region: 'us-east-1',
-        s3ForcePathStyle: true,
-      },
-      gateway.client(),
-    );
-  },
+  local: () => fixtures.stores.local(),
+  s3: () => fixtures.stores.s3(),
 };
 
 /**
@@ -91,24 +71,7 @@ function servedTwice(body: Buffer, chunked = false) {
   return { url: `${cdn.origin}${path}`, path, release, second };
 }
 
-/** A run of another job of the item (a replay, a retry, one taken over): it looks first. */
-const delivery = (jobId: string, id: string, firstRun = false): DeliveryInfo => ({
-  jobId,
-  event: 'audio.ready',
-  id,
-  receivedAt: new Date().toISOString(),
-  attempt: 1,
-  replay: false,
-  firstRun,
-});
-
-const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
-
-async function bytesOf(store: AudioStore, name: string): Promise<Buffer> {
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of store.read(name)) chunks.push(chunk);
-  return Buffer.concat(chunks);
-}
+const delivery = deliveryOfItem;
 
 describe.each(Object.keys(stores))('the %s store, two runs of one item overlapping', (kind) => {
   // 9 MiB: more than one S3 part, so the streamed PUT (the CDN declared the length) and the
