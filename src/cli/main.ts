@@ -23,7 +23,7 @@ import { createForwardQueue } from '../queue/forward-queue.js';
 import { runTts, runVoices } from './provider-commands.js';
 import { runSandbox, SANDBOX_FLAGS } from './sandbox-command.js';
 import { send } from './send.js';
-import { REPLAY_FLAGS, runReplay } from './replay-command.js';
+import { REPLAY_FLAGS, runReplay, type ReplayErrors } from './replay-command.js';
 import { ReplayStalledError } from '../archive/replay.js';
 import { DeadlineError } from '../util/deadline.js';
 import { StorageError } from '../storage/storage-errors.js';
@@ -54,6 +54,7 @@ const OPTIONS = {
   until: { type: 'string' },
   event: { type: 'string' },
   'dry-run': { type: 'boolean' },
+  yes: { type: 'boolean', short: 'y' },
 } as const;
 
 /** Which options each command takes; anything else is a usage error. */
@@ -74,7 +75,7 @@ export async function runCli(
   argv: readonly string[],
   env: NodeJS.ProcessEnv,
   output: Output,
-  errors: Output,
+  errors: ReplayErrors,
 ): Promise<number> {
   try {
     const { values, positionals } = parseArgs({
@@ -114,6 +115,7 @@ export async function runCli(
         { event: rest[0], url: values.url, secret, id: values.id?.[0], data: values.data },
         config,
         output,
+        errors,
       );
     }
     if (command === 'tts' || command === 'voices') {
@@ -148,6 +150,7 @@ export async function runCli(
           event: values.event,
           dryRun: values['dry-run'] === true,
           json: values.json === true,
+          yes: values.yes === true,
         },
         config,
         (work) => withRedis(config, work),

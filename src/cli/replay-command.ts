@@ -19,7 +19,7 @@ import type { Output } from './print.js';
 import { counted } from '../util/counted.js';
 import { startProgress } from './progress.js';
 
-export const REPLAY_FLAGS = ['id', 'since', 'until', 'event', 'dry-run', 'json'] as const;
+export const REPLAY_FLAGS = ['id', 'since', 'until', 'event', 'dry-run', 'json', 'yes'] as const;
 
 export interface ReplayArgs {
   readonly ids: readonly string[];
@@ -28,7 +28,15 @@ export interface ReplayArgs {
   readonly event: string | undefined;
   readonly dryRun: boolean;
   readonly json: boolean;
+  /** `--yes`: no question on a terminal. */
+  readonly yes?: boolean;
 }
+
+/** Where the command reports progress; `confirm` is there when a person can answer (a terminal). */
+export type ReplayErrors = Output & {
+  readonly isTTY?: boolean;
+  readonly confirm?: (question: string) => Promise<boolean>;
+};
 
 const UNIT_MS: Readonly<Record<string, number>> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
 const ISO = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
@@ -110,7 +118,7 @@ export async function runReplay(
   config: Config,
   withRedis: <T>(work: (redis: RedisConnection) => Promise<T>) => Promise<T>,
   output: Output,
-  errors: Output & { readonly isTTY?: boolean },
+  errors: ReplayErrors,
   now = new Date(),
   /** The batch and backlog bounds; archive/replay.ts's defaults unless a test needs a quick stall. */
   limits: Pick<ReplayOptions, 'batchSize' | 'maxBacklog' | 'stalledAfterMs'> = {},
@@ -131,17 +139,17 @@ export async function runReplay(
       );
   };
   /** The deliveries the query selects, and the hour folders they lie in (the progress bar's). */
-  async function select(): Promise<{
+  async function select(note = noteUnreadable): Promise<{
     selected: AsyncIterable<ArchivedDelivery> | Iterable<ArchivedDelivery>;
     hours: readonly string[];
   }> {
     const archive = createArchive(await openArchiveArea(config));
     // A range is streamed, never counted first: a second listing of millions for a bar.
     const hours = await archive.hours(query);
-    if (query.ids === undefined) return { selected: archive.find(query, noteUnreadable), hours };
+    if (query.ids === undefined) return { selected: archive.find(query, note), hours };
     // Few entries per id: held, so a missing id stops the command before anything changes.
     const found: ArchivedDelivery[] = [];
-    for await (const entry of archive.find(query, noteUnreadable)) found.push(entry);
+    for await (const entry of archive.find(query, note)) found.push(entry);
     const missing = query.ids.filter((id) => !found.some((entry) => entry.id === id));
     if (missing.length > 0) {
       const off =
@@ -174,6 +182,22 @@ export async function runReplay(
 
   // Redis before the store: an unreachable one is said before the archive is read.
   return withRedis(async (redis) => {
+    if (errors.confirm !== undefined && args.yes !== true) {
+      // A person at a terminal sees what a replay will do before it does it (hooks run again:
+      // mails, uploads). A range is counted by a listing of its own, streamed, only here.
+      if (query.ids === undefined) errors.out('replay: counting the archived deliveries…\n');
+      let count = 0;
+      for await (const _entry of (await select(() => undefined)).selected) count++;
+      if (
+        count > 0 &&
+        !(await errors.confirm(
+          `${counted(count, 'archived delivery', 'archived deliveries')} will be put on the queue again (handled as new: hooks run again); continue?`,
+        ))
+      ) {
+        errors.out('audio-webhooks: replay cancelled: nothing was put on the queue\n');
+        return 1;
+      }
+    }
     const { selected, hours } = await select();
     const queue = createDeliveryQueue({ connection: redis, prefix: config.queuePrefix });
     const progress = startProgress(

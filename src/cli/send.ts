@@ -1,6 +1,7 @@
 import { request } from 'undici';
 import type { Config } from '../config/config.js';
 import { SAMPLE_AUDIO_PATH } from '../sandbox/cdn/sample-path.js';
+import { EVENT_NAMES } from '../webhooks/events.js';
 import { sampleDelivery } from '../webhooks/sample-delivery.js';
 import { signPayload } from '../webhooks/sign-payload.js';
 import { messageOf, OperationalError, UsageError } from './cli-errors.js';
@@ -15,7 +16,7 @@ export interface SendArgs {
   readonly data?: string | undefined;
 }
 
-/** `--data`: a JSON object merged over the sample's data. */
+/** `--data`: a JSON object merged over the sample's data, shallowly (sample-delivery.ts). */
 function parseData(raw: string): Record<string, unknown> {
   let data: unknown;
   try {
@@ -31,9 +32,15 @@ function parseData(raw: string): Record<string, unknown> {
 
 /**
  * Signs a sample delivery exactly as the provider does (the tests' own signing helper) and POSTs
- * it. Exit code 0 for a 2xx answer, 1 otherwise, so scripts can tell.
+ * it. Exit code 0 for a 2xx answer, 1 otherwise, so scripts can tell. The answer goes to `output`;
+ * a hint, when one helps, to `errors`.
  */
-export async function send(args: SendArgs, config: Config, output: Output): Promise<number> {
+export async function send(
+  args: SendArgs,
+  config: Config,
+  output: Output,
+  errors: Output,
+): Promise<number> {
   const { secret } = args;
   if (secret === undefined || secret === '') {
     throw new UsageError('no signing secret: pass --secret or set WEBHOOK_SECRETS');
@@ -67,5 +74,14 @@ export async function send(args: SendArgs, config: Config, output: Output): Prom
     throw new OperationalError(`cannot reach ${url}: ${reason}`);
   });
   output.out(`sent ${args.event} ${body}\nHTTP ${res.statusCode}\n${await res.body.text()}\n`);
+  // A fork's event has no sample beyond its id: its schema's 400 is then the sample's, not the
+  // receiver's fault, and the first thing a new user meets when trying their own event.
+  if (res.statusCode === 400 && !(EVENT_NAMES as readonly string[]).includes(args.event)) {
+    const hint =
+      args.data === undefined
+        ? `${args.event} is not a built-in event, so the sample's data is only {"id"}; give its fields with --data '{...}' (merged over the sample, shallowly)`
+        : `${args.event} is not a built-in event: its data was {"id"} with --data merged over it, shallowly; the answer says which field its schema refused`;
+    errors.out(`audio-webhooks: hint: ${hint}\n`);
+  }
   return res.statusCode >= 200 && res.statusCode < 300 ? 0 : 1;
 }

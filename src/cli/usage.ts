@@ -4,7 +4,7 @@ export const COMMANDS: Readonly<
 > = {
   send: {
     synopsis: 'send <event> [--url U] [--secret S] [--id ID] [--data JSON]',
-    does: 'sign a sample delivery as the provider does and POST it (default URL: this PORT and WEBHOOK_PATH)',
+    does: "sign a sample delivery as the provider does and POST it (default URL: this PORT and WEBHOOK_PATH); the sample's data is {id, kind, audio_url, voice, created_at} for audio.ready, only {id} for any other event; --data is merged over it, shallowly (a key given replaces the sample's, a nested object whole)",
   },
   failed: {
     synopsis: 'failed [--json]',
@@ -31,8 +31,8 @@ export const COMMANDS: Readonly<
   voices: { synopsis: 'voices [--json]', does: "the provider's voice list" },
   replay: {
     synopsis:
-      'replay --id ID [--id ID…] | --since WHEN [--until WHEN]  [--event E] [--dry-run [--json]]',
-    does: 'put archived deliveries on the queue again (handled as new: missing audio downloaded, hooks run, context.delivery.replay); WHEN: ISO 8601 or 90m, 2h, 3d back; --dry-run lists event, id, received_at',
+      'replay --id ID [--id ID…] | --since WHEN [--until WHEN]  [--event E] [--dry-run [--json]] [--yes]',
+    does: 'put archived deliveries on the queue again (handled as new: missing audio downloaded, hooks run, context.delivery.replay); WHEN: ISO 8601 or 90m, 2h, 3d back; --dry-run lists event, id, received_at; on a terminal it says how many and asks first, unless --yes',
   },
   help: { synopsis: 'help [command]', does: "this text, or one command's" },
 };

@@ -23,11 +23,12 @@ export type Role = Config['role'];
 
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
-    // One problem is one line (what a start-up refusal prints); several, a list.
+    // One form, each problem starting with its variable: one problem is one line (what a
+    // start-up refusal prints), several are a line each under the same words.
     super(
       problems.length === 1
         ? `invalid configuration: ${problems[0] ?? ''}`
-        : `Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+        : `invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
     );
     this.name = 'ConfigError';
   }

@@ -2,13 +2,19 @@ import type { RedisConnection } from './connections.js';
 import type { Logger } from 'pino';
 
 export interface ConnectionLog {
-  /** Logs "unavailable" once per outage, however many reconnect attempts fail. */
+  /**
+   * Logs "unavailable" once per outage, however many reconnect attempts fail; before the first
+   * connection, "not reachable yet" once per process (per logger), whatever the connections.
+   */
   down(error: unknown): void;
   /** Logs "connected" the first time, then "available again" once when an outage ends. */
   up(): void;
   /** True between down() and up(). */
   readonly isDown: boolean;
 }
+
+/** The loggers that have said "not reachable yet": the process's connections share one. */
+const toldNotYet = new WeakSet<Logger>();
 
 /**
  * One line per change of state, not one per reconnect attempt: ioredis emits `error` for every
@@ -23,7 +29,15 @@ export function connectionLog(logger: Logger, name: string, target: string): Con
       if (down) return;
       down = true;
       const reason = error instanceof Error ? error.message : String(error);
-      logger.warn({ connection: name, redis: target, reason }, 'Redis unavailable; retrying');
+      if (connected) {
+        logger.warn({ connection: name, redis: target, reason }, 'Redis unavailable; retrying');
+        return;
+      }
+      // Never reached since the start: not an outage but a REDIS_URL to check. Said once for
+      // the process, though ROLE=all has two connections (the same logger) that both retry.
+      if (toldNotYet.has(logger)) return;
+      toldNotYet.add(logger);
+      logger.warn({ redis: target, reason }, 'Redis not reachable yet; retrying until it answers');
     },
     up() {
       if (connected && !down) return;

@@ -42,9 +42,28 @@ export function createLogger(
         sync: true,
         colorize: (out as { isTTY?: boolean }).isTTY === true,
         translateTime: 'SYS:HH:MM:ss.l',
-        ignore: 'pid,hostname',
+        // One line per entry: a request's fields as indented YAML were 14 lines, the start line
+        // about 30, and a terminal showed two requests at a time. A stack trace keeps its lines.
+        singleLine: true,
+        // A request reads as "request completed POST /webhooks 202 3 ms", then its other fields.
+        messageFormat: requestMessage,
+        ignore: 'pid,hostname,req.method,req.url,res,responseTime',
       }),
     );
   }
   return destination ? pino(options, destination) : pino(options);
+}
+
+/**
+ * The message of a line, with a request's method, path, status and time after it (the fields
+ * `ignore` then leaves out); other lines' messages as they are.
+ */
+function requestMessage(log: Record<string, unknown>, messageKey: string): string {
+  const message = log[messageKey];
+  const msg = typeof message === 'string' ? message : '';
+  const req = log.req as { method?: unknown; url?: unknown } | undefined;
+  const res = log.res as { statusCode?: unknown } | undefined;
+  if (typeof req?.method !== 'string' || typeof res?.statusCode !== 'number') return msg;
+  const ms = typeof log.responseTime === 'number' ? ` ${log.responseTime} ms` : '';
+  return `${msg} ${req.method} ${String(req.url)} ${res.statusCode}${ms}`;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 export interface SampleOptions {
   readonly id?: string;
-  /** Fields merged over the sample's `data`. */
+  /** Fields merged over the sample's `data`, shallowly: a key given replaces the sample's whole. */
   readonly data?: Readonly<Record<string, unknown>>;
   /** Origin of the sample `audio_url`. @defaultValue 'https://cdn.example.com' */
   readonly cdnOrigin?: string;

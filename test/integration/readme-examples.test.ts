@@ -6,6 +6,8 @@ import { Redis } from 'ioredis';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { events as exampleEvents } from '../../src/examples/events';
+import { customEvents } from '../../src/hooks/custom-events';
 import { serve } from '../../src/http/serve';
 import { createTestReceiver, deleteKeys, type TestReceiver } from '../helpers/test-receiver';
 import { freePort } from '../helpers/private-redis';
@@ -72,6 +74,35 @@ it('with a wrong secret the same example gets 401', async () => {
   expect(JSON.parse(stdout)).toEqual({ detail: 'no signature matched any configured secret' });
 });
 
+it("the README's `send` of an event of your own (src/examples/events.ts's), as written, is accepted", async () => {
+  const custom = await createTestReceiver({}, { customEvents: customEvents(exampleEvents) });
+  const customServer = await serve(custom.listener, 0, '127.0.0.1');
+  try {
+    const { stdout } = await run(
+      'bash',
+      ['-euo', 'pipefail', '-c', readmeBlock('custom-send-example')],
+      {
+        cwd: root,
+        env: {
+          PATH: process.env.PATH ?? '',
+          PORT: String(customServer.port),
+          WEBHOOK_SECRETS: custom.config.webhookSecrets[0] ?? '',
+          CDN_URL: 'https://127.0.0.1:4443',
+        },
+      },
+    );
+    expect(stdout).toMatch(/^HTTP 202\n\{"received":true,"duplicate":false\}$/m);
+    const [job] = await custom.queue.getWaiting();
+    expect(JSON.parse(job?.data.body ?? '')).toMatchObject({
+      event: 'voice.converted',
+      data: { id: 'vc-1', voice: 'nova', audio_url: 'https://127.0.0.1:4443/audio/sample.wav' },
+    });
+  } finally {
+    await customServer.close();
+    await custom.close();
+  }
+});
+
 /** True while any process of the group is alive. */
 function groupAlive(pgid: number): boolean {
   try {
@@ -85,12 +116,9 @@ function groupAlive(pgid: number): boolean {
 it('"Try it with the sandbox", then the CLI\'s `send` against it, then the stop step: the README steps, as written, in a fresh copy, on ports of their own', async () => {
   // A copy of the repository, as a clone: the steps write ./data there, never into this checkout.
   const dir = copyOfRepository({ keepCustom: true });
-  // What `npm ci` does last (its prepare script): the build the CLI runs from.
-  await run(
-    process.execPath,
-    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
-    { cwd: dir },
-  );
+  // What `npm ci` does last (its prepare script): the build the CLI runs from, and the one the
+  // demo's `npm start` then finds current.
+  await run('npm', ['run', '--silent', 'prepare'], { cwd: dir });
   const ports = {
     PORT: String(await freePort()),
     SANDBOX_PORT: String(await freePort()),

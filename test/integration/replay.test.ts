@@ -489,7 +489,7 @@ it('two replays of the same range at once queue each delivery once; the workers 
   // On a terminal (a pseudo-terminal from util-linux's `script`), a progress bar, not lines.
   const { stdout: onTerminal } = await promisify(execFile)(
     'script',
-    ['-qfec', `'${process.execPath}' '${BIN}' replay --since 10m`, '/dev/null'],
+    ['-qfec', `'${process.execPath}' '${BIN}' replay --since 10m --yes`, '/dev/null'],
     { env: { PATH: process.env.PATH ?? '', TERM: 'xterm', ...app.cliEnv } },
   );
   expect(onTerminal).toMatch(

@@ -84,6 +84,17 @@ describe('start-up problems name the variable to fix', () => {
     expect(service.stderr()).not.toMatch(NO_STACK);
   });
 
+  it('bad variables: one message in the same form for one and for several, no stack', async () => {
+    const one = start({ ROLE: 'everything' });
+    expect(await one.exited).toBe(1);
+    expect(one.stderr()).toMatch(/^audio-webhooks: invalid configuration: ROLE [^\n]+\n$/);
+    const two = start({ ROLE: 'everything', PORT: 'eighty' });
+    expect(await two.exited).toBe(1);
+    expect(two.stderr()).toMatch(
+      /^audio-webhooks: invalid configuration:\n {2}- PORT [^\n]+\n {2}- ROLE [^\n]+\n$/,
+    );
+  });
+
   it('DOWNLOAD_CA_FILE that holds no certificate', async () => {
     const file = join(tempDir(), 'ca.pem');
     writeFileSync(file, 'nothing');
@@ -157,7 +168,9 @@ it('says once what it is and where everything goes, and warns of risky settings'
 });
 
 describe('Redis down', () => {
-  it('the worker logs the outage once per connection, no stack traces, and SIGTERM exits at once', async () => {
+  const NOT_YET = 'Redis not reachable yet; retrying until it answers';
+
+  it('the worker says once that Redis is not reachable yet, no stack traces, and SIGTERM exits at once', async () => {
     const deadPort = await freePort();
     const service = start({
       ROLE: 'worker',
@@ -165,12 +178,14 @@ describe('Redis down', () => {
       SHUTDOWN_TIMEOUT_MS: '20000',
     });
     await service.waitForLog('audio-webhooks started');
-    await service.waitForLog('Redis unavailable; retrying');
+    await service.waitForLog(NOT_YET);
     // Long enough for ioredis to fail a dozen reconnect attempts (100, 200 … ms apart).
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    const outage = service.logs.filter((line) => line.msg === 'Redis unavailable; retrying');
-    expect(outage.map((line) => line.connection)).toEqual(['worker']);
-    expect(outage[0]).toMatchObject({ redis: `redis://:***@127.0.0.1:${deadPort}` });
+    const told = service.logs.filter((line) => line.msg === NOT_YET);
+    expect(told).toHaveLength(1);
+    expect(told[0]).toMatchObject({ redis: `redis://:***@127.0.0.1:${deadPort}` });
+    // Not an outage: it never was reachable.
+    expect(service.logs.filter((line) => line.msg === 'Redis unavailable; retrying')).toEqual([]);
     expect(service.logs.filter((line) => line.level === 50)).toEqual([]);
     expect(JSON.stringify(service.logs)).not.toMatch(/"stack"|hunter2/);
 
@@ -178,6 +193,27 @@ describe('Redis down', () => {
     service.child.kill('SIGTERM');
     expect(await service.exited).toBe(0);
     expect(performance.now() - stopping).toBeLessThan(5000);
+  });
+
+  it('ROLE=all with REDIS_URL at a closed port: it starts, /readyz says 503, and one line says where it looked', async () => {
+    const [deadPort, port] = [await freePort(), await freePort()];
+    const service = start({ REDIS_URL: `redis://127.0.0.1:${deadPort}`, PORT: String(port) });
+    await service.waitForLog('audio-webhooks started');
+    const told = await service.waitForLog(NOT_YET);
+    expect(told).toMatchObject({
+      level: 40,
+      redis: `redis://127.0.0.1:${deadPort}`,
+      reason: expect.stringContaining('ECONNREFUSED'),
+    });
+    const ready = await request(`http://127.0.0.1:${port}/readyz`);
+    await ready.body.dump();
+    expect(ready.statusCode).toBe(503);
+    // The receiver's and the worker's connections both retry: still one line between them.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(service.logs.filter((line) => line.msg === NOT_YET)).toHaveLength(1);
+    expect(service.logs.filter((line) => Number(line.level) >= 40).map((l) => l.msg)).toEqual(
+      expect.not.arrayContaining(['Redis unavailable; retrying']),
+    );
   });
 });
 

@@ -204,3 +204,32 @@ describe('loadConfig', () => {
     expect(loadConfig({ WEBHOOK_SECRETS: 's', PORT: '' }).port).toBe(3000);
   });
 });
+
+describe('the message of a refused configuration', () => {
+  // One form for one problem and for several: the same lower-case start, the variable first.
+  function message(env: Record<string, string>): string {
+    try {
+      loadConfig(env);
+    } catch (error: unknown) {
+      if (error instanceof ConfigError) return error.message;
+      throw error;
+    }
+    throw new Error('expected a ConfigError');
+  }
+
+  it('one problem: one line, "invalid configuration: <VAR> <problem>"', () => {
+    expect(message({ WEBHOOK_SECRETS: 'a,,b' })).toBe(
+      'invalid configuration: WEBHOOK_SECRETS must not contain an empty secret',
+    );
+  });
+
+  it('several: "invalid configuration:", then one line per problem, each naming its variable', () => {
+    const text = message({ WEBHOOK_SECRETS: 'a,,b', ROLE: 'everything' });
+    const [first, ...rest] = text.split('\n');
+    expect(first).toBe('invalid configuration:');
+    expect(rest).toEqual([
+      '  - WEBHOOK_SECRETS must not contain an empty secret',
+      expect.stringMatching(/^ {2}- ROLE /),
+    ]);
+  });
+});
