@@ -2,12 +2,15 @@ import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { boundedJobCounts } from '../jobs/job-counts.js';
 import { registerQueueGauges } from '../telemetry/metrics.js';
+import { registerForwardGauges } from '../telemetry/forward-gauges.js';
+import { boundedOldestPending, boundedOldestWaiting } from '../jobs/queue-readers.js';
+import { registerOldestWaiting } from '../telemetry/queue-age.js';
 import type { Config } from '../config/config.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { startJobWorker } from '../jobs/start-job-worker.js';
 import { createAmqpSender } from './amqp-sender.js';
 import type { Destination } from '../config/destinations.js';
-import { createForwardQueue, type ForwardJobData } from '../queue/forward-queue.js';
+import { createForwardQueue, FORWARD_QUEUE, type ForwardJobData } from '../queue/forward-queue.js';
 import { enqueueForwards } from './enqueue-forwards.js';
 import type { ForwardMessage } from './forward-message.js';
 import { createHttpSender } from './http-sender.js';
@@ -23,6 +26,11 @@ export interface Forwarding {
 
 /** A destination down for long is tried every 10 minutes at the most. */
 const MAX_DELAY_MS = 10 * 60 * 1000;
+/**
+ * Forward jobs a scrape looks at per state for each destination's oldest pending one: the 100
+ * oldest waiting and the 100 delayed due first, with their messages (at most 200 × MAX_BODY_BYTES).
+ */
+const SCAN_PER_STATE = 100;
 /** The name KEDA's second trigger (deploy/kubernetes) queries; a test keeps the two in step. */
 export const FORWARD_BACKLOG_METRIC = 'webhook_forward_backlog';
 
@@ -68,6 +76,13 @@ export function startForwarding(
     backlogStates: ['waiting', 'prioritized'],
     backlogHelp: 'Forwards ready to send: waiting + prioritized (KEDA scales workers on this too)',
   });
+  registerOldestWaiting(registries, FORWARD_QUEUE, boundedOldestWaiting(queue, redis));
+  registerForwardGauges(
+    registries,
+    destinations.map((d) => d.name),
+    boundedOldestPending(queue, redis, (job) => job.data.destinations, SCAN_PER_STATE),
+    2 * SCAN_PER_STATE,
+  );
   const worker = startJobWorker<ForwardJobData>(
     (job) =>
       sendForward(job, {

@@ -1,4 +1,4 @@
-import { Queue, type JobType } from 'bullmq';
+import type { JobType, Queue } from 'bullmq';
 import type { RedisConnection } from '../redis/connections.js';
 import { withDeadline } from '../util/deadline.js';
 
@@ -24,21 +24,4 @@ export function boundedJobCounts(
     redis.status === 'ready'
       ? withDeadline(queue.getJobCounts(...states), JOB_COUNTS_DEADLINE_MS, 'the queue counts')
       : Promise.reject(new Error(`Redis is ${redis.status}`));
-}
-
-/**
- * The bounded counts of the queue `name`, on a Queue of their own that shares `redis` (for a
- * process that only works the queue: liveness and /metrics ask these).
- */
-export function queueCounts(
-  name: string,
-  redis: RedisConnection,
-  prefix: string,
-  reportError: (error: unknown, msg: string) => void,
-): { readonly counts: JobCounts; close(): Promise<void> } {
-  const queue = new Queue(name, { connection: redis, prefix });
-  queue.on('error', (error: unknown) => {
-    reportError(error, `${name} queue error`);
-  });
-  return { counts: boundedJobCounts(queue, redis), close: () => queue.close() };
 }

@@ -1,4 +1,4 @@
-import { Worker, type Job, type Processor, type Telemetry, type WorkerOptions } from 'bullmq';
+import { Worker, type Job, type Telemetry, type WorkerOptions } from 'bullmq';
 import type { Logger } from 'pino';
 import type { RedisConnection } from '../redis/connections.js';
 import { backoffStrategy, type RetryPolicy } from './retry-policy.js';
@@ -14,6 +14,9 @@ export const KEEP = {
   deliveries: { completed: { age: 24 * 3600, count: 10_000 }, failed: { count: 50_000 } },
   forwards: { completed: { age: 3600, count: 10_000 }, failed: { count: 10_000 } },
 } as const;
+
+/** How one run of a job ended: `failed` is for good (no attempt left, or unrecoverable). */
+export type RunOutcome = 'completed' | 'retrying' | 'failed';
 
 export interface JobWorkerOptions<Data> {
   readonly queue: keyof typeof KEEP;
@@ -34,18 +37,36 @@ export interface JobWorkerOptions<Data> {
   readonly worker?: Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'>;
   /** bullmq-otel, when tracing is on. @defaultValue none */
   readonly telemetry?: Telemetry | undefined;
+  /**
+   * Told of every run this worker ends, with its outcome and its seconds (the processor's
+   * time and BullMQ's move of the job); not of a run cut off by a crash. @defaultValue none
+   */
+  readonly onRun?: ((job: Job<Data>, outcome: RunOutcome, seconds: number) => void) | undefined;
 }
 
 /**
  * THE way this service runs a BullMQ worker, for deliveries and forwards alike: the retry
- * policy as its backoff strategy, the queue's retention, and one log line per failed attempt
- * (`warn` while it will be retried, `error` once it failed for good).
+ * policy as its backoff strategy, the queue's retention, one log line per failed attempt
+ * (`warn` while it will be retried, `error` once it failed for good), and each run's outcome
+ * and time for whoever measures them (`onRun`).
  */
 export function startJobWorker<Data>(
-  processor: Processor<Data>,
+  processor: (job: Job<Data>) => Promise<unknown>,
   options: JobWorkerOptions<Data>,
 ): Worker<Data> {
-  const worker = new Worker<Data>(options.queue, processor, {
+  // When each run started, by job: BullMQ's 'completed' and 'failed' carry the job object the
+  // processor was given. One parameter, as the processors have: BullMQ tracks an AbortSignal
+  // per job for a processor that declares a third.
+  const started = new WeakMap<Job<Data>, number>();
+  const ran = (job: Job<Data>, outcome: RunOutcome) => {
+    const start = started.get(job);
+    if (start !== undefined) options.onRun?.(job, outcome, (performance.now() - start) / 1000);
+  };
+  const timed = (job: Job<Data>) => {
+    started.set(job, performance.now());
+    return processor(job);
+  };
+  const worker = new Worker<Data>(options.queue, timed, {
     // Shared with the records; BullMQ duplicates it for its blocking reads.
     connection: options.connection,
     prefix: options.prefix,
@@ -59,6 +80,7 @@ export function startJobWorker<Data>(
   worker.on('failed', (job, error) => {
     // BullMQ sets finishedOn when the job moved to failed for good (a retry resets it to null).
     const final = job === undefined || Boolean(job.finishedOn);
+    if (job !== undefined) ran(job, final ? 'failed' : 'retrying');
     options.logger[final ? 'error' : 'warn'](
       {
         jobId: job?.id,
@@ -69,6 +91,9 @@ export function startJobWorker<Data>(
       },
       `${options.label} failed; ${final ? options.whenFailed : 'will retry'}`,
     );
+  });
+  worker.on('completed', (job) => {
+    ran(job, 'completed');
   });
   worker.on('error', (error) => {
     options.reportError(error, `${options.queue} worker error`);

@@ -2,28 +2,24 @@ import type { Telemetry } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config.js';
-import { queueCounts } from '../jobs/job-counts.js';
+import { queueReaders } from '../jobs/queue-readers.js';
 import { startJobWorker } from '../jobs/start-job-worker.js';
 import { createWorkerRedis, redisTarget } from '../redis/connections.js';
 import { isConnectionError, watchRedis } from '../redis/watch-redis.js';
 import { createRegistry } from '../telemetry/metrics.js';
-import { withDefaults, type Hooks } from '../hooks/hooks.js';
+import { registerStoreGauges } from '../telemetry/store-gauges.js';
+import { createWorkerMetrics } from '../telemetry/worker-metrics.js';
 import { createLiveness, type Liveness } from '../workers/liveness.js';
 import { createWorkerContext, type ContextOptions } from '../workers/worker-context.js';
 import { createDeliverySteps } from './delivery-steps.js';
 import { describeDeliveryJob, runDelivery, type DeliveryWorker } from './run-delivery.js';
 
-export interface WorkerOptions extends Partial<Omit<ContextOptions, 'hooks'>> {
-  /**
-   * Your hooks (main.ts passes src/custom/hooks.ts); missing ones do nothing.
-   * @defaultValue none
-   */
-  readonly hooks?: Partial<Hooks>;
+export interface WorkerOptions extends Omit<ContextOptions, 'metrics'> {
   /** bullmq-otel, when tracing is on: each job's span joins the delivery's trace. @defaultValue none */
   readonly telemetry?: Telemetry | undefined;
   /**
-   * Another registry the worker's own counters (the archive's) are shown on: with ROLE=all, the
-   * receiver's, so PORT's /metrics has them too. @defaultValue none
+   * Another registry the worker's own metrics (jobs, downloads, store, archive, forwards) are
+   * shown on: with ROLE=all, the receiver's, so PORT's /metrics has them too. @defaultValue none
    */
   readonly alsoRegisterOn?: Registry | undefined;
 }
@@ -32,7 +28,7 @@ export interface RunningWorkers {
   readonly worker: DeliveryWorker;
   /** Is the worker doing its job (not just alive)? WORKER_HEALTH_PORT's /healthz asks this. */
   readonly liveness: Liveness;
-  /** Queue gauges and process metrics, for WORKER_HEALTH_PORT's /metrics. */
+  /** What WORKER_HEALTH_PORT's /metrics shows: the worker's metrics, queue, Redis, process. */
   readonly registry: Registry;
   /** Stops taking jobs, waits for the active ones (not while Redis is down), closes connections. */
   close(): Promise<void>;
@@ -56,34 +52,43 @@ export async function startWorkers(
     if (isConnectionError(error)) connection.down(error);
     else logger.error({ err: error }, msg);
   };
+  // For reads only (liveness, /metrics): shares the worker's connection.
+  const deliveries = queueReaders('deliveries', redis, config.queuePrefix, reportError);
+  const { counts } = deliveries;
+  const registry = createRegistry({
+    jobCounts: counts,
+    oldestWaiting: deliveries.oldestWaiting,
+    redis,
+  });
+  // The worker's own metrics go on its registry, and on the receiver's with ROLE=all.
+  const registries = [
+    registry,
+    ...(options.alsoRegisterOn === undefined ? [] : [options.alsoRegisterOn]),
+  ];
+  const metrics = createWorkerMetrics(registries);
+  // AUDIO_DIR's filesystem; a fork's own store (src/custom/store.ts) may keep audio elsewhere.
+  if (config.audioStore === 'local') registerStoreGauges(registries, config.audioDir);
   const context = await createWorkerContext(config, logger, redis, {
-    hooks: withDefaults(options.hooks),
+    hooks: options.hooks,
     ...(options.customEvents === undefined ? {} : { customEvents: options.customEvents }),
     store: options.store,
     ca: options.ca,
+    metrics,
   }).catch((error: unknown) => {
     redis.disconnect();
     throw error;
   });
 
-  // For counts only (liveness, /metrics): shares the worker's connection.
-  const deliveries = queueCounts('deliveries', redis, config.queuePrefix, reportError);
   const liveness = createLiveness({
     stallMs: config.workerStallMs,
     concurrency: config.workerConcurrency,
     // Bounded: a probe that hangs on Redis gets the worker restarted for an outage.
     readyJobs: async () => {
-      const counts = await deliveries.counts('waiting', 'prioritized');
-      return (counts.waiting ?? 0) + (counts.prioritized ?? 0);
+      const ready = await counts('waiting', 'prioritized');
+      return (ready.waiting ?? 0) + (ready.prioritized ?? 0);
     },
     isPaused: () => worker.isPaused(),
   });
-  const registry = createRegistry(deliveries.counts);
-  // The worker's own counters go on its registry, and on the receiver's with ROLE=all.
-  const registries = [
-    registry,
-    ...(options.alsoRegisterOn === undefined ? [] : [options.alsoRegisterOn]),
-  ];
   const steps = createDeliverySteps(config, logger, redis, context, { registries, reportError });
   const worker: DeliveryWorker = startJobWorker(
     (job) => liveness.track(() => runDelivery(job, steps)),
@@ -105,6 +110,9 @@ export async function startWorkers(
       label: 'job',
       whenFailed: 'kept for inspection (audio-webhooks failed)',
       describe: describeDeliveryJob,
+      onRun: (job, outcome, seconds) => {
+        metrics.jobSeconds.observe({ event: job.name, outcome }, seconds);
+      },
     },
   );
 

@@ -1,5 +1,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { JobCounts } from '../jobs/job-counts.js';
+import type { RedisConnection } from '../redis/connections.js';
+import type { OldestWaiting } from '../jobs/queue-readers.js';
+import { registerOldestWaiting } from './queue-age.js';
+import { registerRedisGauges } from './redis-gauges.js';
 
 export type DeliveryOutcome =
   | 'accepted'
@@ -102,11 +106,26 @@ export function registerQueueGauges(
   });
 }
 
-/** Process metrics, plus the queue's gauges when given its counts: the worker's /metrics. */
-export function createRegistry(jobCounts?: JobCounts): Registry {
+/** What a process's /metrics reads from Redis when scraped: the delivery queue, the server. */
+export interface ScrapeSources {
+  readonly jobCounts: JobCounts;
+  readonly oldestWaiting: OldestWaiting;
+  /** The process's connection: `webhook_redis_up`, and the server's memory. */
+  readonly redis: RedisConnection;
+}
+
+/**
+ * Process metrics, plus, when given what to read, the delivery queue's gauges (by state,
+ * backlog, oldest waiting) and Redis's: the worker's /metrics, and the start of the receiver's.
+ */
+export function createRegistry(sources?: ScrapeSources): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  if (jobCounts) registerQueueGauges([registry], jobCounts);
+  if (sources) {
+    registerQueueGauges([registry], sources.jobCounts);
+    registerOldestWaiting([registry], 'deliveries', sources.oldestWaiting);
+    registerRedisGauges(registry, sources.redis);
+  }
   return registry;
 }
 
@@ -114,8 +133,8 @@ export function createRegistry(jobCounts?: JobCounts): Registry {
  * A registry per app (no global singletons), so tests and the benchmark can build many apps in
  * one process.
  */
-export function createMetrics(jobCounts?: JobCounts): Metrics {
-  const registry = createRegistry(jobCounts);
+export function createMetrics(sources?: ScrapeSources): Metrics {
+  const registry = createRegistry(sources);
   return {
     registry,
     deliveries: new Counter({

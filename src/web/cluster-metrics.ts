@@ -68,8 +68,10 @@ const cumulative = (snapshot: Snapshot): Snapshot =>
 /**
  * In the cluster's primary (WEB_CONCURRENCY > 1): answers a receiver process's request for the
  * whole receiver's metrics. It asks every process for its own and sums them with prom-client's
- * AggregatorRegistry.aggregate (counters and histograms add; the queue gauges say `max`, see
- * metrics.ts). A scrape lands on any one process; without this, it saw that process's counts
+ * AggregatorRegistry.aggregate (counters and histograms add; each gauge says how it combines:
+ * what is read from Redis, the queue's and the server's, is one number read by every process and
+ * says `max`; `webhook_redis_up` says `min`, so one process cut off from Redis shows; see
+ * telemetry/). A scrape lands on any one process; without this, it saw that process's counts
  * only, and Prometheus read every other scrape as a counter reset. The sum is of the processes
  * that answer within PER_PROCESS_MS, the last answer of those that do not, and the counters of
  * processes that exited (their last answer), so a total never goes backwards when a process is

@@ -16,6 +16,7 @@ import {
 } from '../redis/connections.js';
 import { watchRedis } from '../redis/watch-redis.js';
 import { createMetrics, type Metrics } from '../telemetry/metrics.js';
+import { boundedOldestWaiting } from '../jobs/queue-readers.js';
 import { NO_CUSTOM_EVENTS, type CustomEvents } from '../hooks/custom-events.js';
 import type { DashboardOptions } from './admin-dashboard.js';
 import { clusterMetricsText } from './cluster-metrics.js';
@@ -87,7 +88,12 @@ export function createReceiver(
   queue.on('error', (error: unknown) => {
     logger.debug({ err: error }, 'queue error');
   });
-  const metrics = createMetrics(boundedJobCounts(queue, redis));
+  // Read only when /metrics is scraped: a delivery's path does none of it.
+  const metrics = createMetrics({
+    jobCounts: boundedJobCounts(queue, redis),
+    oldestWaiting: boundedOldestWaiting(queue, redis),
+    redis,
+  });
   const webhook = webhookRoute({
     config,
     logger,

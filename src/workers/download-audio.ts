@@ -1,3 +1,4 @@
+import { UnrecoverableError } from 'bullmq';
 import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
@@ -8,6 +9,7 @@ import type { AudioDetails, AudioMetadata, AudioStore } from '../storage/audio-s
 import { audioExtension, fileStem } from '../storage/file-name.js';
 import { NameCollisionError, StorageError } from '../storage/storage-errors.js';
 import { inSpan } from '../telemetry/tracing.js';
+import type { DownloadMetrics } from '../telemetry/worker-metrics.js';
 import type { DeliveryInfo, DownloadAudioOptions } from '../hooks/hook-context.js';
 
 export interface AudioDownloaderDeps {
@@ -15,6 +17,8 @@ export interface AudioDownloaderDeps {
   readonly store: AudioStore;
   /** The SSRF-guarded undici Agent (download/guarded-agent.ts). */
   readonly dispatcher: Dispatcher;
+  /** Where downloads and their bytes are counted. @defaultValue none */
+  readonly metrics?: DownloadMetrics;
 }
 
 /**
@@ -41,19 +45,21 @@ export function createAudioDownloader(
     // again; and a first run whose download fails looks then, so an item stored by another job
     // (a re-delivery past the dedupe window, its URL expired) is still found.
     const lookFirst = !delivery.firstRun || deps.store.refusesOtherItems !== true;
-    let earlier = lookFirst ? await stored(deps.store, stem, id) : undefined;
-    let audio = earlier;
-    if (audio === undefined) {
-      try {
-        audio = await download(deps, url, stem, { id, details, delivery });
-      } catch (error: unknown) {
-        if (lookFirst) throw error;
-        earlier = await stored(deps.store, stem, id).catch(() => undefined);
-        if (earlier === undefined) throw error;
-        audio = earlier;
+    let earlier: AudioMetadata | undefined;
+    let audio: AudioMetadata;
+    try {
+      earlier = lookFirst ? await stored(deps.store, stem, id) : undefined;
+      audio = earlier ?? (await download(deps, url, stem, { id, details, delivery }));
+    } catch (error: unknown) {
+      earlier = lookFirst ? undefined : await stored(deps.store, stem, id).catch(() => undefined);
+      if (earlier === undefined) {
+        deps.metrics?.downloads.inc({ result: isFinal(error) ? 'permanent' : 'transient' });
+        throw error;
       }
+      audio = earlier;
     }
     const done = audio === earlier;
+    deps.metrics?.downloads.inc({ result: done ? 'already_stored' : 'stored' });
     logger.info(
       // The job's logger carries the id already: a second `id` key made the line ambiguous JSON.
       { file: audio.file, bytes: audio.bytes },
@@ -78,8 +84,15 @@ async function stored(
   return (await store.holds(previous.file, previous.bytes, previous.sha256)) ? previous : undefined;
 }
 
+/** What BullMQ fails at once, without retries (its Job.shouldRetryJob): by class or by name. */
+function isFinal(error: unknown): boolean {
+  return (
+    error instanceof UnrecoverableError || (error as Error | null)?.name === 'UnrecoverableError'
+  );
+}
+
 async function download(
-  { config, store, dispatcher }: AudioDownloaderDeps,
+  { config, store, dispatcher, metrics }: AudioDownloaderDeps,
   audioUrl: string,
   stem: string,
   item: { id: string; details: AudioDetails | undefined; delivery: DeliveryInfo },
@@ -88,6 +101,8 @@ async function download(
   const signal = AbortSignal.timeout(config.downloadTimeoutMs);
   // The host only: a CDN URL's query may hold a signed token.
   const server = { 'server.address': url.hostname };
+  // What came from the CDN, counted whether or not the write then succeeds.
+  let fetched: Meter | undefined;
   try {
     const opened = await inSpan('audio.download', server, () =>
       openDownload(audioUrl, {
@@ -99,6 +114,7 @@ async function download(
     );
     const file = `${stem}${audioExtension(url, opened.contentType)}`;
     const meter = new Meter(config.downloadMaxBytes);
+    fetched = meter;
     const audio = {
       name: file,
       source: meter.measure(opened.body),
@@ -150,6 +166,8 @@ async function download(
     // The store's own verdicts stay theirs: retried (StorageError) or final (a collision).
     if (error instanceof StorageError || error instanceof NameCollisionError) throw error;
     throw classifyNetworkError(error, signal);
+  } finally {
+    metrics?.downloadBytes.inc(fetched?.bytes ?? 0);
   }
 }
 

@@ -12,8 +12,9 @@ import { createAudioStore, STORE_CHECK_DEADLINE_MS } from '../storage/create-aud
 import { NO_CUSTOM_EVENTS, type CustomEvents } from '../hooks/custom-events.js';
 import { createAudioDownloader } from './download-audio.js';
 import { type DeliveryInfo } from '../hooks/hook-context.js';
-import { type Hooks } from '../hooks/hooks.js';
+import { withDefaults, type Hooks } from '../hooks/hooks.js';
 import { readOnly, type HookContext } from '../hooks/hook-context.js';
+import type { DownloadMetrics, StoreWriteMetrics } from '../telemetry/worker-metrics.js';
 
 /** What the handlers share in one worker process; `forDelivery` gives each job its context. */
 export interface WorkerContext {
@@ -34,13 +35,19 @@ export interface StoredOutcome {
 const SECOND = 1000;
 
 export interface ContextOptions {
-  readonly hooks: Hooks;
+  /**
+   * Your hooks (main.ts passes src/custom/hooks.ts); missing ones do nothing.
+   * @defaultValue none
+   */
+  readonly hooks?: Partial<Hooks> | undefined;
   /** @defaultValue none */
   readonly customEvents?: CustomEvents;
   /** @defaultValue the store AUDIO_STORE chooses, checked at start (storage/create-audio-store.ts) */
   readonly store?: AudioStore | undefined;
   /** Extra CA certificates (PEM) on top of DOWNLOAD_CA_FILE's. @defaultValue none */
   readonly ca?: string | undefined;
+  /** Where downloads and the store's writes are counted (telemetry/). @defaultValue none */
+  readonly metrics?: (DownloadMetrics & StoreWriteMetrics) | undefined;
 }
 
 /** Builds the handlers' context: store, guarded downloader, records, hooks. */
@@ -71,14 +78,21 @@ export async function createWorkerContext(
     headersTimeoutMs: Math.min(30 * SECOND, timeout),
     bodyIdleTimeoutMs: Math.min(30 * SECOND, timeout),
   });
-  const download = createAudioDownloader({ config, store, dispatcher });
+  const { metrics } = options;
+  const download = createAudioDownloader({
+    config,
+    // The downloader is the store's one writer of audio: measured here, whatever the store.
+    store: metrics === undefined ? store : measureWrites(store, metrics),
+    dispatcher,
+    ...(metrics === undefined ? {} : { metrics }),
+  });
   const readable = readOnly(store);
   const revocations = createRevocationRegistry(redis, config.queuePrefix);
   const failures = createFailureLog(redis, config.queuePrefix);
   return {
     store,
     dispatcher,
-    hooks: options.hooks,
+    hooks: withDefaults(options.hooks),
     customEvents: options.customEvents ?? NO_CUSTOM_EVENTS,
     forDelivery(delivery, outcome) {
       const jobLogger = logger.child({
@@ -101,6 +115,40 @@ export async function createWorkerContext(
       };
     },
   };
+}
+
+/**
+ * The store, its writes of audio (`write`, `writeWithMetadata`) counted and timed. A Proxy, not a
+ * copy: a fork's store may be a class whose methods need their own `this`, and what AudioStore
+ * gains later passes through untouched.
+ */
+function measureWrites(store: AudioStore, metrics: StoreWriteMetrics): AudioStore {
+  const measured =
+    <Args extends unknown[]>(write: (...args: Args) => Promise<void>) =>
+    async (...args: Args) => {
+      const end = metrics.storeWriteSeconds.startTimer();
+      try {
+        await write(...args);
+        metrics.storeWrites.inc({ result: 'ok' });
+      } catch (error: unknown) {
+        metrics.storeWrites.inc({ result: 'failed' });
+        throw error;
+      } finally {
+        end();
+      }
+    };
+  const write = measured(store.write.bind(store));
+  const withMetadata = store.writeWithMetadata && measured(store.writeWithMetadata.bind(store));
+  return new Proxy(store, {
+    get(target, key) {
+      if (key === 'write') return write;
+      if (key === 'writeWithMetadata') return withMetadata;
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function'
+        ? (value as (...args: unknown[]) => unknown).bind(target)
+        : value;
+    },
+  });
 }
 
 /** A startup error that names the setting, not a stack trace. */
