@@ -10,7 +10,7 @@ import { Service } from 'kubernetes-models/v1/Service';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { loadConfig } from '../../src/config/config';
 import { BACKLOG_METRIC } from '../../src/telemetry/metrics';
 import { FORWARD_BACKLOG_METRIC } from '../../src/forward/start-forwarding';
@@ -28,6 +28,92 @@ const MODELS = {
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
   'keda.sh/v1alpha1/ScaledObject': ScaledObject,
 } as const;
+
+/**
+ * The Prometheus Operator's kinds have no kubernetes-models package here: a structural check of
+ * what their CRDs (monitoring.coreos.com/v1) require of the fields this repository sets. Returns
+ * the problems found.
+ */
+const DURATION = /^(0|(\d+y)?(\d+w)?(\d+d)?(\d+h)?(\d+m)?(\d+s)?(\d+ms)?)$/;
+const isStringMap = (value: unknown) =>
+  value === undefined ||
+  (typeof value === 'object' &&
+    value !== null &&
+    Object.values(value).every((v) => typeof v === 'string'));
+const isDuration = (value: unknown) =>
+  value === undefined || (typeof value === 'string' && value !== '' && DURATION.test(value));
+
+function prometheusRuleProblems(spec: Record<string, unknown> | undefined): string[] {
+  const groups = spec?.groups;
+  if (!Array.isArray(groups) || groups.length === 0) return ['spec.groups: a non-empty array'];
+  return (groups as Record<string, unknown>[]).flatMap((group, g) => {
+    const at = `spec.groups[${g}]`;
+    const rules = group.rules;
+    const problems = [
+      ...(typeof group.name === 'string' && group.name !== '' ? [] : [`${at}.name: a string`]),
+      ...(isDuration(group.interval) ? [] : [`${at}.interval: a duration`]),
+      ...(Array.isArray(rules) ? [] : [`${at}.rules: an array`]),
+    ];
+    return [
+      ...problems,
+      ...((Array.isArray(rules) ? rules : []) as Record<string, unknown>[]).flatMap((rule, r) => {
+        const where = `${at}.rules[${r}]`;
+        return [
+          ...(typeof rule.expr === 'string' && rule.expr !== '' ? [] : [`${where}.expr: a string`]),
+          ...((typeof rule.alert === 'string') !== (typeof rule.record === 'string')
+            ? []
+            : [`${where}: one of alert and record`]),
+          ...(isDuration(rule.for) ? [] : [`${where}.for: a duration`]),
+          ...(isStringMap(rule.labels) ? [] : [`${where}.labels: strings`]),
+          ...(isStringMap(rule.annotations) ? [] : [`${where}.annotations: strings`]),
+        ];
+      }),
+    ];
+  });
+}
+
+function podMonitorProblems(spec: Record<string, unknown> | undefined): string[] {
+  const selector = spec?.selector as { matchLabels?: unknown } | undefined;
+  const endpoints = spec?.podMetricsEndpoints;
+  return [
+    ...(selector !== undefined && isStringMap(selector.matchLabels)
+      ? []
+      : ['spec.selector: a label selector']),
+    ...(spec?.jobLabel === undefined || typeof spec.jobLabel === 'string'
+      ? []
+      : ['spec.jobLabel: a string']),
+    ...(Array.isArray(endpoints) && endpoints.length > 0
+      ? (endpoints as Record<string, unknown>[]).flatMap((e, i) => [
+          ...(typeof e.port === 'string' ? [] : [`spec.podMetricsEndpoints[${i}].port: a name`]),
+          ...(e.path === undefined || typeof e.path === 'string'
+            ? []
+            : [`spec.podMetricsEndpoints[${i}].path: a string`]),
+          ...(isDuration(e.interval) && isDuration(e.scrapeTimeout)
+            ? []
+            : [`spec.podMetricsEndpoints[${i}]: interval and scrapeTimeout durations`]),
+        ])
+      : ['spec.podMetricsEndpoints: a non-empty array']),
+  ];
+}
+
+const STRUCTURAL = {
+  'monitoring.coreos.com/v1/PrometheusRule': prometheusRuleProblems,
+  'monitoring.coreos.com/v1/PodMonitor': podMonitorProblems,
+} as const;
+
+/** Throws when the manifest is not valid against its kind's schema (or structural check). */
+function validate(manifest: Manifest): void {
+  const kind = `${manifest.apiVersion}/${manifest.kind}`;
+  if (kind in STRUCTURAL) {
+    const problems = STRUCTURAL[kind as keyof typeof STRUCTURAL](manifest.spec);
+    if (problems.length > 0) throw new Error(`${manifest.metadata.name}: ${problems.join('; ')}`);
+    return;
+  }
+  const Model = MODELS[kind as keyof typeof MODELS] as
+    (typeof MODELS)[keyof typeof MODELS] | undefined;
+  if (Model === undefined) throw new Error(`no schema for ${kind}`);
+  new Model(manifest as never).validate();
+}
 
 interface Manifest {
   apiVersion: string;
@@ -62,11 +148,12 @@ const env = (c: IContainer, name: string) => c.env?.find((e) => e.name === name)
 
 it('renders every kind the contract names, each valid against its schema', () => {
   const kinds = manifests.map((m) => `${m.apiVersion}/${m.kind}`);
-  expect(new Set(kinds)).toEqual(new Set(Object.keys(MODELS)));
+  expect(new Set(kinds)).toEqual(
+    new Set([...Object.keys(MODELS), 'monitoring.coreos.com/v1/PrometheusRule']),
+  );
   for (const manifest of manifests) {
-    const Model = MODELS[`${manifest.apiVersion}/${manifest.kind}` as keyof typeof MODELS];
     expect(() => {
-      new Model(manifest as never).validate();
+      validate(manifest);
     }).not.toThrow();
   }
 });
@@ -88,6 +175,34 @@ it('the validation has teeth: a probe without a port and a non-string KEDA thres
   expect(() => {
     new ScaledObject(scaled as never).validate();
   }).toThrow(/threshold/);
+});
+
+it("the structural check of the Operator's kinds has teeth too: a bad `for`, a rule without expr, a port by number", () => {
+  const rule = structuredClone(named('PrometheusRule', 'audio-webhooks'));
+  const [group] = (rule.spec as { groups: { rules: Record<string, unknown>[] }[] }).groups;
+  const [first, second] = group?.rules ?? [];
+  if (first === undefined || second === undefined) throw new Error('fewer than two rules');
+  first.for = '5 minutes';
+  delete second.expr;
+  expect(() => {
+    validate(rule);
+  }).toThrow(/rules\[0\]\.for: a duration; .*rules\[1\]\.expr: a string/);
+  expect(() => {
+    validate({
+      apiVersion: 'monitoring.coreos.com/v1',
+      kind: 'PodMonitor',
+      metadata: { name: 'broken' },
+      spec: { selector: { matchLabels: {} }, podMetricsEndpoints: [{ port: 9464 }] },
+    });
+  }).toThrow(/port: a name/);
+});
+
+it("the PrometheusRule holds deploy/prometheus/alerts.yml's groups, unchanged", () => {
+  // prometheus-rule.yaml says how it was made; alerts.yml is the one promtool checks and tests.
+  const file = parse(readFileSync(join(root, 'deploy', 'prometheus', 'alerts.yml'), 'utf8')) as {
+    groups: unknown;
+  };
+  expect(named('PrometheusRule', 'audio-webhooks').spec?.groups).toEqual(file.groups);
 });
 
 it("the ConfigMap's settings are ones the service accepts", () => {
@@ -203,9 +318,8 @@ describe('the S3 overlay (deploy/overlays/s3)', () => {
 
   it('renders valid manifests, without the ReadWriteMany claim or any volume from one', () => {
     for (const manifest of overlay) {
-      const Model = MODELS[`${manifest.apiVersion}/${manifest.kind}` as keyof typeof MODELS];
       expect(() => {
-        new Model(manifest as never).validate();
+        validate(manifest);
       }).not.toThrow();
     }
     expect(overlay.filter((m) => m.kind === 'PersistentVolumeClaim')).toEqual([]);
@@ -225,5 +339,81 @@ describe('the S3 overlay (deploy/overlays/s3)', () => {
     expect(container(overlayWorker).envFrom).toContainEqual({
       secretRef: { name: 'audio-webhooks-s3', optional: true },
     });
+  });
+});
+
+describe('the monitoring overlay (deploy/overlays/monitoring)', () => {
+  const overlay = parseAllDocuments(
+    execFileSync('kubectl', ['kustomize', join(root, 'deploy', 'overlays', 'monitoring')], {
+      encoding: 'utf8',
+    }),
+  ).map((doc) => doc.toJSON() as Manifest);
+  const monitor = overlay.find((m) => m.kind === 'PodMonitor');
+  const spec = monitor?.spec as
+    | {
+        jobLabel: string;
+        selector: { matchLabels: Record<string, string> };
+        podMetricsEndpoints: {
+          port: string;
+          path: string;
+          relabelings: { sourceLabels: string[]; targetLabel: string }[];
+        }[];
+      }
+    | undefined;
+
+  it('renders the base and a PodMonitor, each valid', () => {
+    expect(overlay.map((m) => `${m.kind}/${m.metadata.name}`).sort()).toEqual(
+      [...manifests.map((m) => `${m.kind}/${m.metadata.name}`), 'PodMonitor/audio-webhooks'].sort(),
+    );
+    for (const manifest of overlay) {
+      expect(() => {
+        validate(manifest);
+      }).not.toThrow();
+    }
+  });
+
+  it("scrapes /metrics on the receivers' INTERNAL_PORT and the workers' WORKER_HEALTH_PORT, never the Service's port", () => {
+    if (spec === undefined) throw new Error('no PodMonitor in the overlay');
+    const scraped = new Map<string, number | undefined>();
+    for (const deployment of [receiver, worker]) {
+      // The selector picks the pod, and one of the endpoints names a port it has.
+      expect(podLabels(deployment)).toMatchObject(spec.selector.matchLabels);
+      const ports = container(deployment).ports ?? [];
+      const endpoint = spec.podMetricsEndpoints.find((e) => ports.some((p) => p.name === e.port));
+      expect(endpoint?.path).toBe('/metrics');
+      scraped.set(
+        deployment.metadata.name,
+        ports.find((p) => p.name === endpoint?.port)?.containerPort,
+      );
+    }
+    expect(scraped).toEqual(
+      new Map([
+        [receiver.metadata.name, Number(env(container(receiver), 'INTERNAL_PORT'))],
+        [worker.metadata.name, Number(settings.WORKER_HEALTH_PORT)],
+      ]),
+    );
+    const service = named('Service', 'audio-webhooks');
+    expect(spec.podMetricsEndpoints.map((e) => e.port)).not.toContain(
+      (service.spec?.ports as { targetPort: string }[] | undefined)?.[0]?.targetPort,
+    );
+  });
+
+  it("labels the targets as the alerts select them: job from the pods' name label, component from theirs", () => {
+    if (spec === undefined) throw new Error('no PodMonitor in the overlay');
+    const alerts = readFileSync(join(root, 'deploy', 'prometheus', 'alerts.yml'), 'utf8');
+    const job = /up\{job="([^"]+)"/.exec(alerts)?.[1];
+    for (const deployment of [receiver, worker]) {
+      expect(podLabels(deployment)[spec.jobLabel]).toBe(job);
+    }
+    expect(
+      [podLabels(receiver), podLabels(worker)].map((l) => l['app.kubernetes.io/component']),
+    ).toEqual(['receiver', 'worker']);
+    expect(alerts).toContain('component="receiver"');
+    for (const endpoint of spec.podMetricsEndpoints) {
+      expect(endpoint.relabelings).toContainEqual({
+        sourceLabels: ['__meta_kubernetes_pod_label_app_kubernetes_io_component'],
+        targetLabel: 'component',
+      });
+    }
   });
 });
