@@ -92,6 +92,8 @@ export async function failedForwards(queue: ForwardQueue): Promise<Row[]> {
       message_id: job.data.messageId,
       reason: job.data.reasons?.[destination] ?? job.failedReason,
       attempts: job.attemptsMade,
+      // As earlier versions named it, for scripts that read it.
+      failed_at: job.finishedOn === undefined ? null : new Date(job.finishedOn).toISOString(),
     })),
   );
 }
