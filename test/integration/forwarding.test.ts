@@ -365,8 +365,9 @@ describe('in one pipeline', () => {
       const job = await forwards.getJob(`gone-${id}`);
       return (await job?.isFailed()) ? job : undefined;
     });
-    // One attempt, not FORWARD_ATTEMPTS: nothing later can change it.
-    expect(failed.attemptsMade).toBe(1);
+    // One attempt, not FORWARD_ATTEMPTS: nothing later can change it. Read again: the job
+    // above may have been read just before it moved to failed.
+    expect((await forwards.getJob(String(failed.id)))?.attemptsMade).toBe(1);
     const rows = JSON.parse((await pipeline.cli('failures', '--json')).stdout) as Record<
       string,
       unknown
