@@ -240,7 +240,9 @@ it('a receiver process killed and replaced: every scrape answers at once, and no
   }
   service.child.kill('SIGTERM');
   expect(await service.exited).toBe(0);
-});
+  // Seven scrapes, a fork and a graceful stop: each scrape now also reads Redis (INFO, the
+  // oldest job) in every process, and a loaded CI machine once took past Jest's 30 s in all.
+}, 60_000);
 
 it('INTERNAL_PORT: metrics and the dashboard only there; the public /readyz names no address', async () => {
   const [port, internalPort] = [await freePort(), await freePort()];
