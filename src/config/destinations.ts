@@ -1,16 +1,31 @@
 import { createHash } from 'node:crypto';
 
-/** The brokers and endpoints a handled delivery is forwarded to (FORWARD_URLS). */
-export type Destination =
-  | { readonly kind: 'http'; readonly url: URL; readonly name: string }
-  | { readonly kind: 'nats'; readonly url: URL; readonly name: string; readonly subject: string }
-  | {
-      readonly kind: 'amqp';
-      readonly url: URL;
-      readonly name: string;
-      readonly exchange: string;
-      readonly routingKey: string;
-    };
+import type { MessageFilter } from './message-filter.js';
+
+/**
+ * What FORWARD_CONFIG may set per destination; a FORWARD_URLS entry sets none of it. Absent:
+ * every message, FORWARD_ATTEMPTS, FORWARD_TIMEOUT_MS, no limit (resolveDestinations fills in).
+ */
+export interface DestinationOptions {
+  readonly filter?: MessageFilter;
+  readonly attempts?: number;
+  readonly timeoutMs?: number;
+  readonly ratePerSecond?: number;
+}
+
+/** The brokers and endpoints a handled delivery is forwarded to (FORWARD_URLS, FORWARD_CONFIG). */
+export type Destination = DestinationOptions &
+  (
+    | { readonly kind: 'http'; readonly url: URL; readonly name: string }
+    | { readonly kind: 'nats'; readonly url: URL; readonly name: string; readonly subject: string }
+    | {
+        readonly kind: 'amqp';
+        readonly url: URL;
+        readonly name: string;
+        readonly exchange: string;
+        readonly routingKey: string;
+      }
+  );
 
 /**
  * Parses FORWARD_URLS' comma-separated list. `url` keeps the credentials for the client only;
