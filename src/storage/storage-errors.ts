@@ -1,4 +1,5 @@
 import { UnrecoverableError } from 'bullmq';
+import type { NeverRetry } from '../jobs/retry-policy.js';
 
 /**
  * The audio could not be stored: a full disk, a read-only or missing AUDIO_DIR, no permission.
@@ -20,16 +21,16 @@ export class StorageError extends Error {
 /**
  * The store refused a request that no later attempt can change (S3: a key over 1,024 bytes,
  * metadata over 2 KB). A StorageError still, so every caller that tells store trouble from a
- * download's (the downloader, the CLI, start-up) keeps telling it; but the job fails at once,
- * stays in `failed` for a person to look at, and is not retried DOWNLOAD_ATTEMPTS times in vain.
+ * download's (the downloader, the CLI, start-up) keeps telling it; but it says NeverRetry, so the
+ * worker's retry policy fails the job at once: it stays in `failed` for a person to look at, and
+ * is not retried DOWNLOAD_ATTEMPTS times in vain.
  */
-export class StorageRefusedError extends StorageError {
+export class StorageRefusedError extends StorageError implements NeverRetry {
+  readonly neverRetry = true;
+
   constructor(message: string, options?: ErrorOptions) {
     super(message, undefined, options);
-    // BullMQ fails a job without retries when its error is an UnrecoverableError by class or by
-    // name (bullmq's Job.shouldRetryJob); this class cannot be both a StorageError and
-    // an UnrecoverableError, so it takes the name.
-    this.name = 'UnrecoverableError';
+    this.name = 'StorageRefusedError';
   }
 }
 

@@ -1,10 +1,10 @@
-import { UnrecoverableError } from 'bullmq';
 import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { PermanentDownloadError } from '../download/download-errors.js';
 import { Meter } from '../download/meter.js';
 import { classifyNetworkError, openDownload } from '../download/open-download.js';
+import { isFinal } from '../jobs/retry-policy.js';
 import type { AudioDetails, AudioMetadata, AudioStore } from '../storage/audio-store.js';
 import { audioExtension, fileStem } from '../storage/file-name.js';
 import { NameCollisionError, StorageError } from '../storage/storage-errors.js';
@@ -84,13 +84,6 @@ async function stored(
   return (await store.holds(previous.file, previous.bytes, previous.sha256)) ? previous : undefined;
 }
 
-/** What BullMQ fails at once, without retries (its Job.shouldRetryJob): by class or by name. */
-function isFinal(error: unknown): boolean {
-  return (
-    error instanceof UnrecoverableError || (error as Error | null)?.name === 'UnrecoverableError'
-  );
-}
-
 async function download(
   { config, store, dispatcher, metrics }: AudioDownloaderDeps,
   audioUrl: string,
@@ -163,7 +156,8 @@ async function download(
     if (made === undefined) throw new Error(`the store wrote no ${metadata.name}`);
     return made;
   } catch (error: unknown) {
-    // The store's own verdicts stay theirs: retried (StorageError) or final (a collision).
+    // The store's own verdicts stay theirs: retried (a StorageError) or final (a refusal, a
+    // collision).
     if (error instanceof StorageError || error instanceof NameCollisionError) throw error;
     throw classifyNetworkError(error, signal);
   } finally {

@@ -125,5 +125,8 @@ export async function startSandboxProcess(options: SandboxOptions = {}): Promise
   };
 }
 
-/** Polls until `check` holds (the sandbox is another process: its records are what we can see). */
+/**
+ * src/util/eventually.ts's, the one poll for what another process does (the sandbox's records
+ * are what a test can see of it); passed on only for the tests that import it from here.
+ */
 export { eventually } from '../../src/util/eventually';

@@ -8,41 +8,24 @@ import {
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
-  type S3Client,
 } from '@aws-sdk/client-s3';
 import { createLogger } from '../../src/telemetry/logger';
 import type { AudioStore } from '../../src/storage/audio-store';
 import { createLocalAudioStore } from '../../src/storage/local-audio-store';
 import { createS3AudioStore } from '../../src/storage/s3-audio-store';
-import { createAudioDownloader } from '../../src/workers/download-audio';
-import type { CephGateway } from '../../src/dev/ceph-gateway';
-import type { LocalCdn } from '../helpers/local-cdn';
 import {
   bytesOf,
   deliveryOfItem,
   sha256,
-  startStoreFixtures,
-  type StoreFixtures,
+  STORE_KINDS,
+  useStoreFixtures,
 } from '../helpers/store-fixtures';
 
 // Two runs of one item at once are normal: a replay of a recent range beside the original job, a
 // stalled job re-run by BullMQ, a retry. Whatever their order, a whole stored item is never
 // removed, and both stores end the same way. The CDN serves the audio twice and refuses every
 // later request (a signed URL that expired), so a run that lost the item could not get it back.
-let fixtures: StoreFixtures;
-let gateway: CephGateway;
-let client: S3Client;
-let cdn: LocalCdn;
-beforeAll(async () => {
-  fixtures = await startStoreFixtures('two-runs');
-  ({ gateway, client, cdn } = fixtures);
-}, 120_000);
-afterAll(() => fixtures.close());
-const agent = () => fixtures.agent();
-const stores: Record<string, () => Promise<AudioStore>> = {
-  local: () => fixtures.stores.local(),
-  s3: () => fixtures.stores.s3(),
-};
+const fixtures = useStoreFixtures('two-runs');
 
 /**
  * Serves `body` at a path of its own: the first request at once, the second once `release`
@@ -54,7 +37,7 @@ function servedTwice(body: Buffer, chunked = false) {
   const released = new Promise<void>((resolve) => (release = resolve));
   let secondAsked!: () => void;
   const second = new Promise<void>((resolve) => (secondAsked = resolve));
-  cdn.route(path, (_req, res, hit) => {
+  fixtures.cdn.route(path, (_req, res, hit) => {
     const answer = () =>
       res
         .writeHead(200, {
@@ -68,12 +51,12 @@ function servedTwice(body: Buffer, chunked = false) {
       void released.then(answer);
     } else res.writeHead(403).end('expired');
   });
-  return { url: `${cdn.origin}${path}`, path, release, second };
+  return { url: `${fixtures.cdn.origin}${path}`, path, release, second };
 }
 
 const delivery = deliveryOfItem;
 
-describe.each(Object.keys(stores))('the %s store, two runs of one item overlapping', (kind) => {
+describe.each(STORE_KINDS)('the %s store, two runs of one item overlapping', (kind) => {
   // 9 MiB: more than one S3 part, so the streamed PUT (the CDN declared the length) and the
   // multipart upload (it did not) are taken too.
   it.each([
@@ -83,13 +66,9 @@ describe.each(Object.keys(stores))('the %s store, two runs of one item overlappi
   ])(
     '%s: the second run keeps the first run’s finished item; a third finds it whole without asking the CDN',
     async (_name, size, chunked) => {
-      const store = await stores[kind]!();
-      const dispatcher = agent();
-      const download = createAudioDownloader({
-        config: { cdnOrigins: [cdn.origin], downloadMaxBytes: 64 << 20, downloadTimeoutMs: 30_000 },
-        store,
-        dispatcher,
-      });
+      const store = await fixtures.stores[kind]();
+      const dispatcher = fixtures.agent();
+      const download = fixtures.downloader(store, dispatcher, 64 << 20);
       const logger = createLogger('silent');
       const body = randomBytes(size);
       const served = servedTwice(body, chunked);
@@ -106,7 +85,7 @@ describe.each(Object.keys(stores))('the %s store, two runs of one item overlappi
         for (const run of await Promise.all(runs)) expect(run.sha256).toBe(sha256(body));
 
         const third = await download(served.url, { id }, delivery('job-c', id), logger);
-        expect(cdn.hits.get(served.path)).toBe(2);
+        expect(fixtures.cdn.hits.get(served.path)).toBe(2);
         expect(third).toMatchObject({ id, bytes: size, sha256: sha256(body) });
         expect((await bytesOf(store, `${id}.wav`)).equals(body)).toBe(true);
         expect(await store.readMetadata(id)).toMatchObject({ id, sha256: sha256(body) });
@@ -117,7 +96,7 @@ describe.each(Object.keys(stores))('the %s store, two runs of one item overlappi
         // it after the failed download; the local store looks first.
         const fourth = await download(served.url, { id }, delivery('job-d', id, true), logger);
         expect(fourth).toMatchObject({ id, bytes: size, sha256: sha256(body) });
-        expect(cdn.hits.get(served.path)).toBe(kind === 's3' ? 3 : 2);
+        expect(fixtures.cdn.hits.get(served.path)).toBe(kind === 's3' ? 3 : 2);
       } finally {
         await dispatcher.close();
       }
@@ -127,16 +106,9 @@ describe.each(Object.keys(stores))('the %s store, two runs of one item overlappi
 });
 
 describe('the S3 store never removes what is not known to be its own', () => {
-  const settings = (bucket: string) => ({
-    s3Bucket: bucket,
-    s3Prefix: 'audio/',
-    s3Endpoint: gateway.endpoint,
-    s3Region: 'us-east-1',
-    s3ForcePathStyle: true,
-  });
   const newBucket = async () => {
     const bucket = `aw-${randomUUID()}`;
-    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    await fixtures.client.send(new CreateBucketCommand({ Bucket: bucket }));
     return bucket;
   };
 
@@ -148,7 +120,7 @@ describe('the S3 store never removes what is not known to be its own', () => {
     'a streamed PUT whose source %s stores nothing, and does not wait for the request timeout',
     async (_case, declared, failure) => {
       const bucket = await newBucket();
-      const store = createS3AudioStore(settings(bucket), gateway.client());
+      const store = createS3AudioStore(fixtures.s3Settings(bucket), fixtures.gateway.client());
       const source = (function* () {
         for (let i = 0; i < 9; i++) yield randomBytes(1024 * 1024);
         if (failure !== undefined) throw failure;
@@ -158,7 +130,7 @@ describe('the S3 store never removes what is not known to be its own', () => {
       if (failure === undefined) await expect(write).rejects.toThrow(/the source (ended|ran)/);
       else await expect(write).rejects.toBe(failure);
       expect(Date.now() - started).toBeLessThan(10_000);
-      const listed = await client.send(new ListObjectsV2Command({ Bucket: bucket }));
+      const listed = await fixtures.client.send(new ListObjectsV2Command({ Bucket: bucket }));
       expect(listed.Contents ?? []).toEqual([]);
     },
     30_000,
@@ -167,8 +139,10 @@ describe('the S3 store never removes what is not known to be its own', () => {
   it('a write without an id over an object that records no id is a collision; the object stays', async () => {
     const bucket = await newBucket();
     const theirs = randomBytes(100);
-    await client.send(new PutObjectCommand({ Bucket: bucket, Key: 'audio/x.wav', Body: theirs }));
-    const store = createS3AudioStore(settings(bucket), gateway.client());
+    await fixtures.client.send(
+      new PutObjectCommand({ Bucket: bucket, Key: 'audio/x.wav', Body: theirs }),
+    );
+    const store = createS3AudioStore(fixtures.s3Settings(bucket), fixtures.gateway.client());
     await expect(store.write('x.wav', [randomBytes(50)])).rejects.toThrow(/file name collision/);
     expect((await bytesOf(store, 'x.wav')).equals(theirs)).toBe(true);
   });
@@ -176,18 +150,18 @@ describe('the S3 store never removes what is not known to be its own', () => {
   it('removeStaleTemps reads every page of ListMultipartUploads, and only under S3_PREFIX', async () => {
     const bucket = await newBucket();
     const start = (Key: string) =>
-      client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key }));
+      fixtures.client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key }));
     for (const n of [1, 2, 3, 4, 5]) await start(`audio/left-${n}.wav`);
     await start('audio-backup/not-ours.wav');
     // Every upload counts as stale here; two per page: three pages.
-    const store = createS3AudioStore(settings(bucket), gateway.client(), {
+    const store = createS3AudioStore(fixtures.s3Settings(bucket), fixtures.gateway.client(), {
       staleUploadMs: -60_000,
       uploadsPerPage: 2,
     });
     expect((await store.removeStaleTemps()).sort()).toEqual(
       [1, 2, 3, 4, 5].map((n) => `audio/left-${n}.wav`),
     );
-    const left = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
+    const left = await fixtures.client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
     expect((left.Uploads ?? []).map((upload) => upload.Key)).toEqual(['audio-backup/not-ours.wav']);
   });
 });
@@ -203,15 +177,9 @@ const sharedStores: Record<string, () => Promise<AudioStore[]>> = {
   },
   s3: async () => {
     const bucket = `aw-${randomUUID()}`;
-    await client.send(new CreateBucketCommand({ Bucket: bucket }));
-    const settings = {
-      s3Bucket: bucket,
-      s3Prefix: 'audio/',
-      s3Endpoint: gateway.endpoint,
-      s3Region: 'us-east-1',
-      s3ForcePathStyle: true,
-    };
-    return [1, 2, 3].map(() => createS3AudioStore(settings, gateway.client()));
+    await fixtures.client.send(new CreateBucketCommand({ Bucket: bucket }));
+    const settings = fixtures.s3Settings(bucket);
+    return [1, 2, 3].map(() => createS3AudioStore(settings, fixtures.gateway.client()));
   },
 };
 
@@ -221,14 +189,8 @@ describe.each([
 ])('the %s store, six runs of one item downloading different bytes', (kind, rounds) => {
   it(`leaves metadata describing the audio beside it (${rounds} rounds)`, async () => {
     const stores = await sharedStores[kind]!();
-    const dispatcher = agent();
-    const downloads = stores.map((store) =>
-      createAudioDownloader({
-        config: { cdnOrigins: [cdn.origin], downloadMaxBytes: 1 << 20, downloadTimeoutMs: 30_000 },
-        store,
-        dispatcher,
-      }),
-    );
+    const dispatcher = fixtures.agent();
+    const downloads = stores.map((store) => fixtures.downloader(store, dispatcher));
     const store = stores[0]!;
     const logger = createLogger('silent');
     const mismatched: string[] = [];
@@ -236,7 +198,7 @@ describe.each([
     try {
       for (let round = 0; round < rounds; round++) {
         const path = `/${randomUUID()}.wav`;
-        cdn.route(path, (_req, res) => {
+        fixtures.cdn.route(path, (_req, res) => {
           const body = randomBytes(2000 + Math.floor(Math.random() * 2000));
           res
             .writeHead(200, { 'content-type': 'audio/wav', 'content-length': body.length })
@@ -246,7 +208,7 @@ describe.each([
         const runs = await Promise.allSettled(
           ['a', 'b', 'c', 'd', 'e', 'f'].map((run, n) =>
             downloads[n % downloads.length]!(
-              `${cdn.origin}${path}`,
+              `${fixtures.cdn.origin}${path}`,
               { id },
               delivery(`job-${run}`, id),
               logger,

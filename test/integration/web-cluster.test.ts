@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:net';
 import { randomUUID } from 'node:crypto';
+import { eventually } from '../../src/util/eventually';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { freePort } from '../helpers/private-redis';
-import { eventually } from '../helpers/sandbox-process';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { signed, TEST_SECRET } from '../helpers/test-receiver';
 

@@ -2,7 +2,8 @@ import { backoffDelay } from '../../src/jobs/backoff';
 import { PermanentDownloadError, TransientDownloadError } from '../../src/download/download-errors';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../../src/download/parse-retry-after';
 import { formatBytes } from '../../src/download/format-bytes';
-import { retryDelay } from '../../src/jobs/retry-policy';
+import { backoffStrategy, isFinal, retryDelay } from '../../src/jobs/retry-policy';
+import { StorageError, StorageRefusedError } from '../../src/storage/storage-errors';
 
 describe('retryDelay', () => {
   it('doubles per attempt, between half and all of the exponential step', () => {
@@ -18,6 +19,33 @@ describe('retryDelay', () => {
     expect(retryDelay(1, 2000, new TransientDownloadError('429', 30_000), () => 0.5)).toBe(30_000);
     expect(retryDelay(5, 2000, new TransientDownloadError('429', 1000), () => 0)).toBe(16_000);
     expect(retryDelay(1, 2000, new PermanentDownloadError('x'), () => 0)).toBe(1000);
+  });
+});
+
+describe('backoffStrategy: when a job is tried again', () => {
+  const strategy = backoffStrategy({ attempts: 3, backoffMs: 1000 });
+
+  it('retries store trouble and transient failures until the attempts are spent', () => {
+    for (const error of [new StorageError('EIO'), new TransientDownloadError('503')]) {
+      expect(strategy(1, 'retry-delay', error)).toBeGreaterThan(0);
+      expect(strategy(2, 'retry-delay', error)).toBeGreaterThan(0);
+      expect(strategy(3, 'retry-delay', error)).toBe(-1);
+    }
+  });
+
+  it('gives up at once on an error that says neverRetry, whatever its class and name', () => {
+    const refused = new StorageRefusedError('the key is over 1,024 bytes');
+    // Still store trouble to every caller that tells it from a download's, under its own name.
+    expect(refused).toBeInstanceOf(StorageError);
+    expect(refused.name).toBe('StorageRefusedError');
+    expect(isFinal(refused)).toBe(true);
+    expect(strategy(1, 'retry-delay', refused)).toBe(-1);
+    expect(strategy(1, 'retry-delay', Object.assign(new Error('x'), { neverRetry: true }))).toBe(
+      -1,
+    );
+    expect(isFinal(new PermanentDownloadError('404'))).toBe(true);
+    expect(isFinal(new StorageError('EIO'))).toBe(false);
+    expect(isFinal(undefined)).toBe(false);
   });
 });
 
