@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
 import { startThreeDestinations } from '../test/helpers/forward-destinations.js';
 import { perSecond, runEndToEnd, type EndToEndResult } from './end-to-end.js';
@@ -14,6 +17,32 @@ export interface ForwardingResult {
     readonly received: readonly [number, number, number];
   };
   readonly ratio: number;
+  /** The same three, each with a FORWARD_CONFIG filter that every message matches. */
+  readonly filtered: { readonly itemsPerSecond: number; readonly workerCpuMsPerItem: number };
+  /** Items/s with filters over items/s without (the filters' own price). */
+  readonly filterRatio: number;
+}
+
+/**
+ * Filters every message matches, one of each shape (a type list, a nested field, an $or with a
+ * prefix): what evaluating them costs, with the same sends as the unfiltered run.
+ */
+const FILTERS = [
+  { type: { $in: ['audio.ready', 'audio.failed', 'key.revoked'] } },
+  { data: { id: { $exist: true }, kind: { $neq: 'nothing' } } },
+  { $or: [{ type: { $startsWith: 'audio.' } }, { data: { voice: { $in: ['alloy', 'nova'] } } }] },
+];
+
+/** A FORWARD_CONFIG file for the three destinations, with FILTERS. */
+function filteredConfig(urls: readonly string[]): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'aw-bench-forward-')), 'forward.json');
+  const destinations = urls.map((url, index) => ({
+    url,
+    name: `d${index}`,
+    filter: FILTERS[index],
+  }));
+  writeFileSync(file, JSON.stringify({ destinations }));
+  return file;
 }
 
 /**
@@ -35,16 +64,22 @@ export async function runForwarding(
   try {
     // Alternated, twice each, the better run of each kept: on two shared cores one run of the
     // same setting differs from the next by up to a third (the first on a cold machine most).
-    const runs: { forwarding: boolean; run: EndToEndResult }[] = [];
-    for (const forwarding of [false, true, false, true]) {
-      process.stderr.write(`forwarding: ${forwarding ? 'three destinations' : 'none'}\n`);
+    type Setting = 'none' | 'three' | 'filtered';
+    const filtered = {
+      FORWARD_SECRET: targets.env.FORWARD_SECRET,
+      FORWARD_CONFIG: filteredConfig(destinations.map((d) => d.url)),
+    };
+    const runs: { setting: Setting; run: EndToEndResult }[] = [];
+    const settings: Setting[] = ['none', 'three', 'filtered', 'none', 'filtered', 'three'];
+    for (const setting of settings) {
+      process.stderr.write(`forwarding: ${setting}\n`);
       const before = destinations.map((d) => d.inbox.messages.length);
       const run = await runEndToEnd(redisUrl, cdn, {
         total: deliveries,
         workerConcurrency,
-        ...(forwarding
+        ...(setting !== 'none'
           ? {
-              env: targets.env,
+              env: setting === 'three' ? targets.env : filtered,
               settledWhen: async (items: number) => {
                 await Promise.all(
                   destinations.map((d, i) => d.inbox.atLeast((before[i] ?? 0) + items)),
@@ -53,15 +88,16 @@ export async function runForwarding(
             }
           : {}),
       });
-      runs.push({ forwarding, run });
+      runs.push({ setting, run });
     }
-    const best = (forwarding: boolean) =>
+    const best = (setting: Setting) =>
       runs
-        .filter((r) => r.forwarding === forwarding)
+        .filter((r) => r.setting === setting)
         .map((r) => r.run)
         .sort((a, b) => perSecond(b) - perSecond(a))[0] as EndToEndResult;
-    const none = best(false);
-    const three = best(true);
+    const none = best('none');
+    const three = best('three');
+    const withFilters = best('filtered');
     const cpuPerItem = (run: EndToEndResult) =>
       Math.round((run.workerCpuSeconds / run.audioFiles) * 1000 * 100) / 100;
     return {
@@ -71,14 +107,19 @@ export async function runForwarding(
       three: {
         itemsPerSecond: perSecond(three),
         workerCpuMsPerItem: cpuPerItem(three),
-        // Both runs' messages: every item of the two runs at each destination, once or more.
-        received: destinations.map((d) => new Set(d.inbox.ids()).size / 2) as [
+        // The four runs' messages: every item of each at each destination, once or more.
+        received: destinations.map((d) => new Set(d.inbox.ids()).size / 4) as [
           number,
           number,
           number,
         ],
       },
       ratio: ratio(perSecond(three), perSecond(none)),
+      filtered: {
+        itemsPerSecond: perSecond(withFilters),
+        workerCpuMsPerItem: cpuPerItem(withFilters),
+      },
+      filterRatio: ratio(perSecond(withFilters), perSecond(three)),
     };
   } finally {
     await targets.close();
@@ -86,5 +127,5 @@ export async function runForwarding(
 }
 
 export function forwardingLine(f: ForwardingResult): string {
-  return `${f.deliveries} deliveries (${f.items} items, 64 KB, local store) end to end, the better of two alternated runs each: ${f.none.itemsPerSecond} items/s with no destination, ${f.three.itemsPerSecond} items/s with three (HTTP, NATS JetStream, RabbitMQ; timed until every message reached all three: ${f.three.received.join(' / ')} distinct ids received): ratio ${f.ratio}; worker CPU per item ${f.none.workerCpuMsPerItem} ms → ${f.three.workerCpuMsPerItem} ms`;
+  return `${f.deliveries} deliveries (${f.items} items, 64 KB, local store) end to end, the better of two alternated runs each: ${f.none.itemsPerSecond} items/s with no destination, ${f.three.itemsPerSecond} items/s with three (HTTP, NATS JetStream, RabbitMQ; timed until every message reached all three: ${f.three.received.join(' / ')} distinct ids received): ratio ${f.ratio}; worker CPU per item ${f.none.workerCpuMsPerItem} ms → ${f.three.workerCpuMsPerItem} ms. With a FORWARD_CONFIG filter on each (every message matches): ${f.filtered.itemsPerSecond} items/s, ${f.filterRatio} × without filters, worker CPU per item ${f.filtered.workerCpuMsPerItem} ms`;
 }

@@ -540,6 +540,11 @@ async function main(): Promise<void> {
         `${forwarding.three.received.join(' / ')} of ${forwarding.items}; ${forwarding.ratio} × the items/s without`,
       ],
       [
+        'forwarding every delivery to three destinations ≥ 0.75 × the items/s without forwarding',
+        forwarding.three.itemsPerSecond >= 0.75 * forwarding.none.itemsPerSecond,
+        `${exact(forwarding.three.itemsPerSecond, forwarding.none.itemsPerSecond)} (${forwarding.three.itemsPerSecond} / ${forwarding.none.itemsPerSecond} items/s); with filters ${forwarding.filterRatio} × without them`,
+      ],
+      [
         'RSS growth ≤ 64 MB for a 200 MB file, into either store',
         downloads.rssGrowthMb <= 64 && stores.s3Downloads.rssGrowthMb <= 64,
         `local ${downloads.rssGrowthMb} MB, S3 ${stores.s3Downloads.rssGrowthMb} MB`,

@@ -28,6 +28,8 @@ import { ReplayStalledError } from '../archive/replay.js';
 import { DeadlineError } from '../util/deadline.js';
 import { StorageError } from '../storage/storage-errors.js';
 import { COMMANDS, commandUsage, USAGE } from './usage.js';
+import { runTestFilter } from './test-filter-command.js';
+import { forwardControlCommand } from './forward-control-command.js';
 
 const OPTIONS = {
   json: { type: 'boolean' },
@@ -68,6 +70,7 @@ const ACCEPTS: Readonly<Record<string, readonly string[]>> = {
   tts: ['voice', 'out', 'file', 'out-dir'],
   voices: ['json'],
   replay: [...REPLAY_FLAGS],
+  forward: ['json', 'since', 'until', 'event'],
 };
 
 /** Runs one command; returns the exit code. Standard output only carries the command's answer. */
@@ -158,6 +161,16 @@ export async function runCli(
         errors,
       );
     }
+    if (command === 'forward') {
+      const { json, since, until, event } = values;
+      return await runForward(
+        rest,
+        { json: json === true, since, until, event },
+        config,
+        output,
+        errors,
+      );
+    }
     if (command === 'retry' && (rest.length === 1) === (values.all === true)) {
       throw new UsageError('retry takes a job id or --all');
     }
@@ -194,6 +207,37 @@ export async function runCli(
     }
     throw error;
   }
+}
+
+/** `forward <sub>`: test-filter reads the archive; status, pause and resume the destinations' state. */
+async function runForward(
+  [sub, ...args]: readonly string[],
+  flags: {
+    json: boolean;
+    since: string | undefined;
+    until: string | undefined;
+    event: string | undefined;
+  },
+  config: Config,
+  output: Output,
+  errors: Output,
+): Promise<number> {
+  if (sub === 'test-filter') {
+    if (args.length !== 1 || args[0] === undefined)
+      throw new UsageError("forward test-filter takes one filter, as JSON in '…'");
+    return await runTestFilter({ ...flags, filter: args[0] }, config, output, errors);
+  }
+  if ([flags.since, flags.until, flags.event].some((flag) => flag !== undefined))
+    throw new UsageError('--since, --until and --event go with forward test-filter');
+  if (sub === 'status' || sub === 'pause' || sub === 'resume') {
+    if (args.length > 1) throw new UsageError(`forward ${sub}: too many arguments`);
+    return await withRedis(config, (redis) =>
+      forwardControlCommand(sub, args[0], flags.json, config, redis, output),
+    );
+  }
+  throw new UsageError(
+    `forward takes status, pause, resume or test-filter${sub === undefined ? '' : `, not ${sub}`}`,
+  );
 }
 
 /** node:util parseArgs rejects unknown options with ERR_PARSE_ARGS_* codes. */

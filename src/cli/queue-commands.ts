@@ -91,7 +91,7 @@ export async function failedForwards(queue: ForwardQueue): Promise<Row[]> {
       destination,
       message_id: job.data.messageId,
       reason: job.data.reasons?.[destination] ?? job.failedReason,
-      attempts: job.attemptsMade,
+      attempts: job.data.attempted?.[destination] ?? job.attemptsMade,
       // As earlier versions named it, for scripts that read it.
       failed_at: job.finishedOn === undefined ? null : new Date(job.finishedOn).toISOString(),
     })),

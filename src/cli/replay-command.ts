@@ -75,6 +75,17 @@ export function replayQuery(args: ReplayArgs, now: Date): ArchiveQuery {
     throw new UsageError('replay takes --id ID (repeatable) or --since WHEN');
   if (args.json && !args.dryRun) throw new UsageError('--json goes with --dry-run');
   if (args.ids.some((id) => id === '')) throw new UsageError('--id must not be empty');
+  return {
+    ...(args.ids.length === 0 ? {} : { ids: [...new Set(args.ids)] }),
+    ...rangeQuery(args, now),
+  };
+}
+
+/** `--since`, `--until` and `--event` as a query (replay's, `forward test-filter`'s), checked. */
+export function rangeQuery(
+  args: Pick<ReplayArgs, 'since' | 'until' | 'event'>,
+  now: Date,
+): ArchiveQuery {
   if (args.event === '') throw new UsageError('--event must not be empty');
   const since = args.since === undefined ? undefined : parseWhen('since', args.since, now);
   const until = args.until === undefined ? undefined : parseWhen('until', args.until, now);
@@ -83,15 +94,34 @@ export function replayQuery(args: ReplayArgs, now: Date): ArchiveQuery {
       `--since (${since.toISOString()}) is after --until (${until.toISOString()})`,
     );
   return {
-    ...(args.ids.length === 0 ? {} : { ids: [...new Set(args.ids)] }),
     ...(since === undefined ? {} : { since }),
     ...(until === undefined ? {} : { until }),
     ...(args.event === undefined ? {} : { event: args.event }),
   };
 }
 
+/**
+ * Archive entries that could not be read (not those swept meanwhile), noted while a query runs
+ * and then said in one line: left out, never silently.
+ */
+export function unreadableNotes(errors: Output) {
+  const unreadable: UnreadableEntry[] = [];
+  return {
+    note: (entry: UnreadableEntry) => {
+      if (entry.reason !== 'gone') unreadable.push(entry);
+    },
+    report: () => {
+      const [first] = unreadable;
+      if (first !== undefined)
+        errors.out(
+          `audio-webhooks: left out ${counted(unreadable.length, 'archive entry', 'archive entries')} that could not be read (first: ${first.path}: ${first.reason})\n`,
+        );
+    },
+  };
+}
+
 /** The archive in the store the service writes to, opened as the workers open it, to read. */
-async function openArchiveArea(config: Config): Promise<ArchiveArea> {
+export async function openArchiveArea(config: Config): Promise<ArchiveArea> {
   const store = await createAudioStore(config, {
     custom: loadCustom().createStore,
     logger: createLogger('warn', pino.destination(2)),
@@ -99,7 +129,7 @@ async function openArchiveArea(config: Config): Promise<ArchiveArea> {
   });
   if (store.archive === undefined)
     throw new OperationalError(
-      'the audio store keeps no archive (no `archive`): replay finds nothing',
+      'the audio store keeps no archive (no `archive`): nothing archived to read',
     );
   return store.archive;
 }
@@ -127,17 +157,7 @@ export async function runReplay(
   // An open range ends where the replay starts: what arrives later is handled as it arrives, and
   // a resume (resumeCommand) then goes on with the same range, not one grown by the wait.
   const query = asked.until === undefined ? { ...asked, until: now } : asked;
-  const unreadable: UnreadableEntry[] = [];
-  const noteUnreadable = (entry: UnreadableEntry) => {
-    if (entry.reason !== 'gone') unreadable.push(entry);
-  };
-  const reportUnreadable = () => {
-    const [first] = unreadable;
-    if (first !== undefined)
-      errors.out(
-        `audio-webhooks: left out ${counted(unreadable.length, 'archive entry', 'archive entries')} that could not be read (first: ${first.path}: ${first.reason})\n`,
-      );
-  };
+  const { note: noteUnreadable, report: reportUnreadable } = unreadableNotes(errors);
   /** The deliveries the query selects, and the hour folders they lie in (the progress bar's). */
   async function select(note = noteUnreadable): Promise<{
     selected: AsyncIterable<ArchivedDelivery> | Iterable<ArchivedDelivery>;

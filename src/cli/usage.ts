@@ -34,6 +34,11 @@ export const COMMANDS: Readonly<
       'replay --id ID [--id ID…] | --since WHEN [--until WHEN]  [--event E] [--dry-run [--json]] [--yes]',
     does: 'put archived deliveries on the queue again (handled as new: missing audio downloaded, hooks run, context.delivery.replay); WHEN: ISO 8601 or 90m, 2h, 3d back; --dry-run lists event, id, received_at; on a terminal it says how many and asks first, unless --yes',
   },
+  forward: {
+    synopsis:
+      'forward status [--json] | forward pause <name> | forward resume <name>\n          | forward test-filter <json> [--since WHEN] [--until WHEN] [--event E] [--json]',
+    does: "the forward destinations: status lists each (name, kind, state, messages waiting, oldest's age); pause / resume hold or release one for every worker; test-filter runs a FORWARD_CONFIG filter over the archived deliveries and says how many it matches of how many it read, and the first 10 ids (the message it sees: type, id, timestamp = when received, data; no stored)",
+  },
   help: { synopsis: 'help [command]', does: "this text, or one command's" },
 };
 

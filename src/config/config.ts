@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { destinationSources } from './resolve-destinations.js';
 import { SETTINGS, type SettingSpec } from './settings.js';
 
 export { SENDER_RETRY_WINDOW_SECONDS, SETTINGS, type Reader } from './settings.js';
@@ -115,10 +116,19 @@ function crossProblems(config: Config): string[] {
       `WORKER_STALL_MS (${config.workerStallMs}) must exceed DOWNLOAD_TIMEOUT_MS (${config.downloadTimeoutMs}): a slow download is not a wedged worker`,
     );
   }
-  const http = config.forwardDestinations.find((destination) => destination.kind === 'http');
+  const sources = destinationSources(config);
+  const http = sources.find((source) => source.destination.kind === 'http');
   if (http !== undefined && config.forwardSecret === undefined) {
     problems.push(
-      `FORWARD_URLS names an HTTP destination (${http.name}) but FORWARD_SECRET is not set: HTTP forwards are signed with it`,
+      `${http.variable} names an HTTP destination (${http.destination.name}) but FORWARD_SECRET is not set: HTTP forwards are signed with it`,
+    );
+  }
+  // A name is what jobs, metrics and `forward pause` address a destination by: one each.
+  const named = (name: string) => sources.find((source) => source.destination.name === name);
+  const twice = sources.find((source) => named(source.destination.name) !== source);
+  if (twice !== undefined) {
+    problems.push(
+      `${named(twice.destination.name)?.from ?? ''} and ${twice.from} are both named ${twice.destination.name}: give one another "name" in FORWARD_CONFIG`,
     );
   }
   return problems;

@@ -42,7 +42,7 @@ export function parseDestinations(
     if (entry === '') {
       return { problem: `entry ${index + 1} is empty (a comma too many?)` };
     }
-    const parsed = parseDestination(entry, index + 1);
+    const parsed = parseDestination(entry, `entry ${index + 1}`);
     if ('problem' in parsed) return parsed;
     const earlier = destinations.findIndex((other) => other.name === parsed.destination.name);
     if (earlier !== -1) {
@@ -57,20 +57,26 @@ const SCHEMES = 'http://, https://, nats:// or amqp:// (amqps://)';
 /** A JetStream subject to publish to: tokens of safe characters, no wildcards. */
 const SUBJECT = /^[\w-]+(\.[\w-]+)*$/;
 
-function parseDestination(
+/**
+ * One destination's URL. `label` says where it was set (`entry 2` of FORWARD_URLS, `destination
+ * 2` of FORWARD_CONFIG); `given` is FORWARD_CONFIG's `name`, which replaces the shown name.
+ */
+export function parseDestination(
   entry: string,
-  position: number,
+  label: string,
+  given?: string,
 ): { destination: Destination } | { problem: string } {
+  const named = given === undefined ? label : `${label} (${given})`;
   let url: URL;
   try {
     url = new URL(entry);
   } catch {
-    return { problem: `entry ${position} is not a URL (${SCHEMES})` };
+    return { problem: `${named} is not a URL (${SCHEMES})` };
   }
-  const name = destinationName(url);
-  const where = `entry ${position} (${name})`;
+  const name = given ?? destinationName(url);
+  const where = `${label} (${name})`;
   if (url.hash !== '') return { problem: `${where}: a URL with a #fragment` };
-  if (url.hostname === '') return { problem: `entry ${position} has no host` };
+  if (url.hostname === '') return { problem: `${named} has no host` };
   switch (url.protocol) {
     case 'http:':
     case 'https:':
@@ -86,7 +92,7 @@ function parseDestination(
     case 'amqps:':
       return amqpDestination(url, name, where);
     default:
-      return { problem: `entry ${position}: unknown scheme ${url.protocol} (${SCHEMES})` };
+      return { problem: `${named}: unknown scheme ${url.protocol} (${SCHEMES})` };
   }
 }
 

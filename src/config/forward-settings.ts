@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { forwardUrls, int } from './parsers.js';
+import { forwardConfig, forwardUrls, int } from './parsers.js';
 import type { SettingSpec } from './setting-spec.js';
 
 /** Forwarding every handled delivery to HTTP endpoints and brokers (docs/forwarding.md). */
@@ -7,8 +7,14 @@ export const FORWARD_SETTINGS = {
   FORWARD_URLS: {
     schema: forwardUrls,
     key: 'forwardDestinations',
-    readBy: ['worker'],
+    readBy: ['worker', 'cli'],
     doc: 'comma-separated destinations every handled delivery is forwarded to, any mix: `http(s)://host/path` (POST, signed with FORWARD_SECRET), `nats://host:port/<subject>` (JetStream), `amqp://user:pass@host:port[/vhost]?exchange=E&routing_key=R`; unset: none (docs/forwarding.md)',
+  },
+  FORWARD_CONFIG: {
+    schema: forwardConfig,
+    key: 'forwardConfigDestinations',
+    readBy: ['worker', 'cli'],
+    doc: 'path to a JSON file of destinations, with or instead of FORWARD_URLS, each with its own `name`, `filter`, `attempts`, `timeout_ms` and `rate_per_second`; unset: none (docs/forwarding.md)',
   },
   FORWARD_SECRET: {
     schema: z
@@ -44,5 +50,23 @@ export const FORWARD_SETTINGS = {
     default: '32',
     readBy: ['worker'],
     doc: 'forwards sent at once per worker process',
+  },
+  FORWARD_PAUSE_AFTER: {
+    schema: int(1),
+    default: '20',
+    readBy: ['worker', 'cli'],
+    doc: 'a destination whose sends fail this many times in a row is paused for every worker: its messages wait without counting attempts until a probe succeeds',
+  },
+  FORWARD_PROBE_SECONDS: {
+    schema: int(1),
+    default: '30',
+    readBy: ['worker', 'cli'],
+    doc: 'a paused destination is probed (one message tried) at most once in this many seconds',
+  },
+  FORWARD_HOLD_SECONDS: {
+    schema: int(1),
+    default: '86400',
+    readBy: ['worker'],
+    doc: 'a message held longer than this (by a paused destination) fails as if its attempts had run out: listed by `failures`, sent again by `retry`',
   },
 } as const satisfies Record<string, SettingSpec>;

@@ -1,6 +1,7 @@
 import express from 'express';
 import { z } from 'zod';
 import { parseDestinations } from './destinations.js';
+import { readForwardConfig } from './forward-config.js';
 
 /**
  * The parsers settings are declared with (settings.ts). Each takes the raw string of an
@@ -102,6 +103,18 @@ export const forwardUrls = z
   .transform((raw, ctx) => {
     if (raw === undefined) return [];
     const parsed = parseDestinations(raw);
+    if ('destinations' in parsed) return parsed.destinations;
+    ctx.addIssue({ code: 'custom', message: parsed.problem });
+    return z.NEVER;
+  });
+
+/** FORWARD_CONFIG: a JSON file's destinations (config/forward-config.ts); unset is none. */
+export const forwardConfig = z
+  .string()
+  .optional()
+  .transform((path, ctx) => {
+    if (path === undefined) return [];
+    const parsed = readForwardConfig(path);
     if ('destinations' in parsed) return parsed.destinations;
     ctx.addIssue({ code: 'custom', message: parsed.problem });
     return z.NEVER;

@@ -1,3 +1,4 @@
+import type { FilterableMessage } from '../config/message-filter.js';
 import type { AudioMetadata } from '../storage/audio-store.js';
 import type { Delivery } from '../webhooks/delivery.js';
 import { jsonMember } from '../webhooks/json-member.js';
@@ -20,6 +21,8 @@ export interface ForwardMessage {
   /** data.id, as sent. */
   readonly id: string;
   readonly body: string;
+  /** What a destination's filter is matched against: the body's fields, parsed. */
+  readonly fields: FilterableMessage;
 }
 
 /**
@@ -43,6 +46,14 @@ export function forwardMessage(
           sha256: stored.sha256,
           content_type: stored.content_type,
         };
-  const body = `{"type":${JSON.stringify(delivery.event)},"id":${JSON.stringify(delivery.data.id)},"timestamp":${JSON.stringify(handledAt.toISOString())},"data":${data}${item === undefined ? '' : `,"stored":${JSON.stringify(item)}`}}`;
-  return { type: delivery.event, id: delivery.data.id, body };
+  const timestamp = handledAt.toISOString();
+  const body = `{"type":${JSON.stringify(delivery.event)},"id":${JSON.stringify(delivery.data.id)},"timestamp":${JSON.stringify(timestamp)},"data":${data}${item === undefined ? '' : `,"stored":${JSON.stringify(item)}`}}`;
+  const fields: FilterableMessage = {
+    type: delivery.event,
+    id: delivery.data.id,
+    timestamp,
+    data: delivery.data,
+    ...(item === undefined ? {} : { stored: item }),
+  };
+  return { type: delivery.event, id: delivery.data.id, body, fields };
 }

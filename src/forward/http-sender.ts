@@ -1,7 +1,21 @@
+import { parseRetryAfter } from '../download/parse-retry-after.js';
 import { describeError } from '../util/describe-error.js';
 import { Agent, request } from 'undici';
 import { Webhook } from 'standardwebhooks';
 import { ForwardError, type Sender } from './sender.js';
+
+/**
+ * A 429's or 503's Retry-After (seconds or an HTTP date), as Svix reads it (svix-webhooks
+ * #2203): the destination's next attempt waits at least that long, at most MAX_RETRY_AFTER_MS.
+ */
+function asksToWait(status: number, header: string | string[] | undefined): number | undefined {
+  if (status !== 429 && status !== 503) return undefined;
+  const asked = parseRetryAfter(Array.isArray(header) ? header[0] : header);
+  return asked === undefined ? undefined : Math.min(asked, MAX_RETRY_AFTER_MS);
+}
+
+/** The longest Retry-After a destination is granted: forwards are retried every 10 minutes at most. */
+export const MAX_RETRY_AFTER_MS = 10 * 60 * 1000;
 
 /** What a destination may answer and still be read: its body is only drained. */
 const MAX_ANSWER_BYTES = 64 * 1024;
@@ -47,7 +61,10 @@ export function createHttpSender(url: URL, secret: string, timeoutMs: number): S
       });
       await answer.body.dump({ limit: MAX_ANSWER_BYTES }).catch(() => undefined);
       if (answer.statusCode < 200 || answer.statusCode > 299) {
-        throw new ForwardError(`answered ${answer.statusCode}`);
+        const retryAfterMs = asksToWait(answer.statusCode, answer.headers['retry-after']);
+        throw new ForwardError(`answered ${answer.statusCode}`, {
+          ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+        });
       }
     },
     close: () => agent.close(),

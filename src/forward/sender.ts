@@ -13,6 +13,13 @@ export interface Sender {
 /** A destination did not take a message; the message says why, without credentials. */
 export class ForwardError extends Error {
   override name = 'ForwardError';
+  /** How long the destination asked to be left alone (a 429's or 503's Retry-After), in ms. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, options?: ErrorOptions & { readonly retryAfterMs?: number }) {
+    super(message, options);
+    this.retryAfterMs = options?.retryAfterMs;
+  }
 }
 
 /**

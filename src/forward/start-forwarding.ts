@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import { boundedJobCounts } from '../jobs/job-counts.js';
 import { registerQueueGauges } from '../telemetry/metrics.js';
 import { registerForwardGauges } from '../telemetry/forward-gauges.js';
@@ -9,7 +9,10 @@ import type { Config } from '../config/config.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { startJobWorker } from '../jobs/start-job-worker.js';
 import { createAmqpSender } from './amqp-sender.js';
-import type { Destination } from '../config/destinations.js';
+import { resolveDestinations, type ResolvedDestination } from '../config/resolve-destinations.js';
+import { createSlidingWindowLimiter } from '../redis/sliding-window-limiter.js';
+import { DestinationBoard } from './destination-board.js';
+import { destinationControl } from './destination-control.js';
 import { createForwardQueue, FORWARD_QUEUE, type ForwardJobData } from '../queue/forward-queue.js';
 import { enqueueForwards } from './enqueue-forwards.js';
 import type { ForwardMessage } from './forward-message.js';
@@ -55,17 +58,36 @@ export function startForwarding(
     readonly reportError: (error: unknown, msg: string) => void;
   },
 ): Forwarding | undefined {
-  const destinations = config.forwardDestinations;
+  const destinations = resolveDestinations(config);
   if (destinations.length === 0) return undefined;
+  const names = destinations.map((d) => d.name);
   const senders = new Map(destinations.map((d) => [d.name, senderFor(d, config)]));
   const queue = createForwardQueue(redis, config.queuePrefix);
   queue.on('error', (error: unknown) => {
     reportError(error, 'forward queue error');
   });
+  const control = destinationControl(redis, config.queuePrefix, names, {
+    pauseAfter: config.forwardPauseAfter,
+    probeMs: config.forwardProbeSeconds * 1000,
+  });
+  const board = new DestinationBoard(control, queue, logger, reportError);
   const forwards = new Counter({
     name: 'webhook_forwards_total',
-    help: 'Forward attempts by destination (without credentials) and result: sent, retrying (failed, will be tried again) or failed (past FORWARD_ATTEMPTS, listed by `failures`)',
+    help: 'Forward attempts by destination (without credentials) and result: sent, retrying (failed, will be tried again) or failed (given up: its attempts run out, refused for good, or held past FORWARD_HOLD_SECONDS; listed by `failures`)',
     labelNames: ['destination', 'result'],
+    registers: [...registries],
+  });
+  const latency = new Histogram({
+    name: 'webhook_forward_send_seconds',
+    help: 'Time of one send to the destination, from the request to its answer (or the error)',
+    labelNames: ['destination'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [...registries],
+  });
+  const transitions = new Counter({
+    name: 'webhook_forward_destination_transitions_total',
+    help: 'Pauses (to="paused": FORWARD_PAUSE_AFTER failures in a row) and resumes (to="active": a probe succeeded) this process made; `forward pause|resume` are counted by the state gauge',
+    labelNames: ['destination', 'to'],
     registers: [...registries],
   });
   registerQueueGauges(registries, boundedJobCounts(queue, redis), {
@@ -79,40 +101,48 @@ export function startForwarding(
   registerOldestWaiting(registries, FORWARD_QUEUE, boundedOldestWaiting(queue, redis));
   registerForwardGauges(
     registries,
-    destinations.map((d) => d.name),
+    board,
+    names,
     boundedOldestPending(queue, redis, (job) => job.data.destinations, SCAN_PER_STATE),
     2 * SCAN_PER_STATE,
   );
-  const worker = startJobWorker<ForwardJobData>(
-    (job) =>
-      sendForward(job, {
-        senders,
-        forwards,
-        timeoutMs: config.forwardTimeoutMs,
-        attempts: config.forwardAttempts,
-      }),
-    {
-      queue: 'forwards',
-      connection: redis,
-      prefix: config.queuePrefix,
-      concurrency: config.forwardConcurrency,
-      policy: {
-        attempts: config.forwardAttempts,
-        backoffMs: config.forwardBackoffMs,
-        maxDelayMs: MAX_DELAY_MS,
-      },
-      logger,
-      reportError,
-      label: 'forward',
-      whenFailed: 'listed by `audio-webhooks failures`, sent again by `retry <jobId>`',
-      describe: (job) => ({ destinations: job.data.destinations, messageId: job.data.messageId }),
+  const deps = {
+    destinations: new Map(destinations.map((d) => [d.name, d])),
+    senders,
+    board,
+    control,
+    limiter: createSlidingWindowLimiter(redis),
+    latency,
+    transitions,
+    logger,
+    forwards,
+    backoffMs: config.forwardBackoffMs,
+    maxDelayMs: MAX_DELAY_MS,
+    holdMs: config.forwardHoldSeconds * 1000,
+  };
+  board.start();
+  const worker = startJobWorker<ForwardJobData>((job, token) => sendForward(job, token, deps), {
+    queue: 'forwards',
+    connection: redis,
+    prefix: config.queuePrefix,
+    concurrency: config.forwardConcurrency,
+    policy: {
+      attempts: config.forwardAttempts,
+      backoffMs: config.forwardBackoffMs,
+      maxDelayMs: MAX_DELAY_MS,
     },
-  );
-  logger.info({ destinations: destinations.map((d) => d.name) }, 'forwarding');
+    logger,
+    reportError,
+    label: 'forward',
+    whenFailed: 'listed by `audio-webhooks failures`, sent again by `retry <jobId>`',
+    describe: (job) => ({ destinations: job.data.destinations, messageId: job.data.messageId }),
+  });
+  logger.info({ destinations: names }, 'forwarding');
   return {
     forward: (deliveryJobId, message) =>
       enqueueForwards(queue, destinations, deliveryJobId, message),
     async close() {
+      await board.close();
       await worker.close(redis.status !== 'ready');
       await queue.close();
       await Promise.all([...senders.values()].map((sender) => sender.close()));
@@ -120,8 +150,8 @@ export function startForwarding(
   };
 }
 
-function senderFor(destination: Destination, config: Config): Sender {
-  const timeout = config.forwardTimeoutMs;
+function senderFor(destination: ResolvedDestination, config: Config): Sender {
+  const timeout = destination.timeoutMs;
   switch (destination.kind) {
     case 'http':
       // Checked at start (config.ts): an HTTP destination needs the secret.

@@ -51,20 +51,21 @@ export interface JobWorkerOptions<Data> {
  * and time for whoever measures them (`onRun`).
  */
 export function startJobWorker<Data>(
-  processor: (job: Job<Data>) => Promise<unknown>,
+  /** Runs one job; `token` is the run's lock, for a processor that moves its job itself. */
+  processor: (job: Job<Data>, token: string | undefined) => Promise<unknown>,
   options: JobWorkerOptions<Data>,
 ): Worker<Data> {
   // When each run started, by job: BullMQ's 'completed' and 'failed' carry the job object the
-  // processor was given. One parameter, as the processors have: BullMQ tracks an AbortSignal
-  // per job for a processor that declares a third.
+  // processor was given. Two parameters: BullMQ tracks an AbortSignal per job for a processor
+  // that declares a third.
   const started = new WeakMap<Job<Data>, number>();
   const ran = (job: Job<Data>, outcome: RunOutcome) => {
     const start = started.get(job);
     if (start !== undefined) options.onRun?.(job, outcome, (performance.now() - start) / 1000);
   };
-  const timed = (job: Job<Data>) => {
+  const timed = (job: Job<Data>, token?: string) => {
     started.set(job, performance.now());
-    return processor(job);
+    return processor(job, token);
   };
   const worker = new Worker<Data>(options.queue, timed, {
     // Shared with the records; BullMQ duplicates it for its blocking reads.

@@ -13,10 +13,17 @@ export interface ForwardJobData {
   /** Why each of `destinations` did not take it on the last attempt, by name. */
   readonly reasons?: Readonly<Record<string, string>>;
   /**
-   * Those of `destinations` that refused it for good (PermanentForwardError), with why: not tried
-   * again while the others are retried; cleared when the job fails, so `retry` tries them too.
+   * Those of `destinations` given up, with why (a refusal for good, its attempts run out, held
+   * past FORWARD_HOLD_SECONDS): not tried again while the others are; cleared when the job
+   * fails, so `retry` tries them too.
    */
   readonly refused?: Readonly<Record<string, string>>;
+  /** Failed attempts so far, by destination (each has its own `attempts`). */
+  readonly tries?: Readonly<Record<string, number>>;
+  /** Once failed for good: the attempts each destination had made (`failures` shows them). */
+  readonly attempted?: Readonly<Record<string, number>>;
+  /** When the message was first held for a paused destination (ms since the epoch), by name. */
+  readonly heldSince?: Readonly<Record<string, number>>;
   /** The id every destination carries, for consumers to dedupe on (message-id.ts). */
   readonly messageId: string;
   /** The message as sent, JSON: a retry sends these very bytes, nothing is fetched again. */

@@ -63,6 +63,10 @@ export interface HttpEndpoint {
   failNext: number;
   /** Every request seen, answered or refused. */
   requests: number;
+  /** When each request arrived (Date.now()), answered or refused. */
+  readonly arrivals: number[];
+  /** When set, answers a request its way instead (not put in the inbox): a 429, a 503. */
+  refuse: (() => { status: number; headers?: Record<string, string> } | undefined) | undefined;
   close(): Promise<void>;
 }
 
@@ -77,6 +81,8 @@ export async function startHttpEndpoint(secret: string): Promise<HttpEndpoint> {
     failing: false,
     failNext: 0,
     requests: 0,
+    arrivals: [],
+    refuse: undefined,
     close: () => Promise.resolve(),
   };
   const server = createServer((req, res) => {
@@ -84,6 +90,12 @@ export async function startHttpEndpoint(secret: string): Promise<HttpEndpoint> {
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       endpoint.requests += 1;
+      endpoint.arrivals.push(Date.now());
+      const refusal = endpoint.refuse?.();
+      if (refusal !== undefined) {
+        res.writeHead(refusal.status, refusal.headers).end();
+        return;
+      }
       const failedNow = endpoint.failNext > 0;
       if (failedNow) endpoint.failNext -= 1;
       if (endpoint.failing || failedNow) {

@@ -1,0 +1,56 @@
+import type { Destination } from './destinations.js';
+
+/**
+ * What the destinations are resolved from: a Config's fields, named here rather than imported
+ * because config.ts's start-up checks use this file (no import circle).
+ */
+export interface DestinationSettings {
+  readonly forwardDestinations: readonly Destination[];
+  readonly forwardConfigDestinations: readonly Destination[];
+  readonly forwardAttempts: number;
+  readonly forwardTimeoutMs: number;
+}
+
+/** A destination with its attempts and timeout settled: its own, else the service-wide ones. */
+export type ResolvedDestination = Destination & {
+  readonly attempts: number;
+  readonly timeoutMs: number;
+};
+
+/** A destination and where it was set, for a problem that must say which to fix. */
+export interface DestinationSource {
+  readonly destination: Destination;
+  /** `FORWARD_URLS` or `FORWARD_CONFIG`. */
+  readonly variable: string;
+  /** `FORWARD_URLS entry 1`, `FORWARD_CONFIG destination 2`. */
+  readonly from: string;
+}
+
+/** Every destination, FORWARD_URLS' in their order first, then FORWARD_CONFIG's. */
+export function destinationSources(config: DestinationSettings): readonly DestinationSource[] {
+  return [
+    ...config.forwardDestinations.map((destination, at) => ({
+      destination,
+      variable: 'FORWARD_URLS',
+      from: `FORWARD_URLS entry ${at + 1}`,
+    })),
+    ...config.forwardConfigDestinations.map((destination, at) => ({
+      destination,
+      variable: 'FORWARD_CONFIG',
+      from: `FORWARD_CONFIG destination ${at + 1}`,
+    })),
+  ];
+}
+
+/**
+ * The destinations the forwarder sends to: both lists, with FORWARD_ATTEMPTS and
+ * FORWARD_TIMEOUT_MS where FORWARD_CONFIG set no `attempts` or `timeout_ms` (FORWARD_URLS sets
+ * neither), so a sender never looks further than its destination.
+ */
+export function resolveDestinations(config: DestinationSettings): readonly ResolvedDestination[] {
+  return destinationSources(config).map(({ destination }) => ({
+    ...destination,
+    attempts: destination.attempts ?? config.forwardAttempts,
+    timeoutMs: destination.timeoutMs ?? config.forwardTimeoutMs,
+  }));
+}

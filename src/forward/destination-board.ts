@@ -1,0 +1,100 @@
+import { Job, type Queue } from 'bullmq';
+import type { Logger } from 'pino';
+import type { DestinationControl, DestinationStatus } from './destination-control.js';
+
+/** How often each process reads every destination's shared state, drains and probes. */
+export const TICK_MS = 1000;
+
+/** A destination as this process last saw it, and until when it asked to be left alone. */
+export interface SeenDestination extends DestinationStatus {
+  /** Retry-After's end, by this process's clock (ms since the epoch); 0: not asked. */
+  readonly waitUntil: number;
+  /** When this process last learnt something of it by itself (a tick read earlier is older). */
+  readonly notedAt: number;
+}
+
+/**
+ * What a worker process knows of its destinations, read from Redis once a tick (TICK_MS) and
+ * corrected at once by what its own sends learn: a send costs no extra Redis call while every
+ * destination is active and was not asked to wait. A pause made by another process is seen here
+ * within a tick. Each tick also does the process's share of the shared work: it promotes a
+ * batch of the jobs held for a destination that is active again, and the probe of a destination
+ * paused for failing.
+ */
+export class DestinationBoard {
+  private readonly seen = new Map<string, SeenDestination>();
+  private timer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> | undefined;
+
+  constructor(
+    private readonly control: DestinationControl,
+    private readonly queue: Queue,
+    private readonly logger: Logger,
+    private readonly reportError: (error: unknown, msg: string) => void,
+  ) {}
+
+  get(name: string): SeenDestination | undefined {
+    return this.seen.get(name);
+  }
+
+  /** This process learnt something of a destination before the next tick (a pause, a resume). */
+  note(name: string, change: Partial<SeenDestination>): void {
+    const known = this.seen.get(name);
+    if (known !== undefined) this.seen.set(name, { ...known, ...change, notedAt: Date.now() });
+  }
+
+  start(): void {
+    this.timer = setInterval(() => {
+      this.ticking ??= this.tick()
+        .catch((error: unknown) => {
+          this.reportError(error, 'forward destinations not read');
+        })
+        .finally(() => (this.ticking = undefined));
+    }, TICK_MS);
+    this.timer.unref();
+  }
+
+  /** One read of every destination; resolves once its promotions are done. */
+  async tick(): Promise<void> {
+    const readAt = Date.now();
+    const results = await this.control.tick(true);
+    const now = Date.now();
+    for (const { status, probe, promote } of results) {
+      const known = this.seen.get(status.name);
+      // What this process learnt while the read was under way is newer than the read.
+      const newer = known !== undefined && known.notedAt >= readAt;
+      this.seen.set(
+        status.name,
+        newer
+          ? { ...status, ...known, held: status.held }
+          : { ...status, waitUntil: status.retryAfterMs + now, notedAt: 0 },
+      );
+      if (probe !== undefined) {
+        this.logger.info({ destination: status.name, jobId: probe }, 'forward probe');
+      }
+      const ids = probe === undefined ? promote : [probe, ...promote];
+      await Promise.all(ids.map((id) => this.promote(status.name, id)));
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.ticking;
+  }
+
+  /**
+   * A held job back to the wait list. One no longer delayed is left alone (it runs, or waits to),
+   * unless it is gone or finished: then it leaves the held set, or it would be named the probe
+   * again and again while the destination stays paused.
+   */
+  private async promote(name: string, id: string): Promise<void> {
+    try {
+      await new Job(this.queue, 'held', undefined, {}, id).promote();
+    } catch {
+      const state = await this.queue.getJobState(id);
+      if (state === 'completed' || state === 'failed' || state === 'unknown') {
+        await this.control.release(name, id);
+      }
+    }
+  }
+}
