@@ -2,8 +2,6 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import { request } from 'undici';
 import { runCli } from '../../src/cli/main';
 import { TICK_MS } from '../../src/forward/destination-board';
 import { createForwardQueue } from '../../src/queue/forward-queue';
@@ -15,33 +13,15 @@ import {
   startHttpEndpoint,
   type HttpEndpoint,
 } from '../helpers/forward-destinations';
-import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { audio } from '../helpers/local-cdn';
+import { forwardTestBed, postSigned } from '../helpers/forward-test-bed';
 import { freePort } from '../helpers/private-redis';
-import { spawnService } from '../helpers/spawn-service';
 import { startTestPipeline } from '../helpers/test-pipeline';
-import { deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
+import { deleteKeys, TEST_SECRET } from '../helpers/test-receiver';
 
 // Issue 37's tests: filters, Retry-After, a destination paused and drained, a shared rate.
-const redis = new Redis(process.env.REDIS_URL ?? '');
-const cleanups: (() => Promise<unknown>)[] = [];
-let cdn: LocalCdn;
-
-beforeAll(async () => {
-  cdn = await startLocalCdn();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-afterAll(async () => {
-  await cdn.close();
-  redis.disconnect();
-});
-
-function prefixed(): string {
-  const prefix = `test-${randomUUID()}`;
-  cleanups.push(() => deleteKeys(redis, `${prefix}:*`));
-  return prefix;
-}
+const bed = forwardTestBed();
+const { redis, cleanups, service, prefixed } = bed;
 
 async function endpointWith(secret: string): Promise<HttpEndpoint> {
   const endpoint = await startHttpEndpoint(secret);
@@ -58,31 +38,8 @@ function configFile(destinations: readonly Record<string, unknown>[]): string {
 
 /** Serves a distinct body at /<id>.mp3 on the local CDN. */
 function ready(id: string, voice: string): Record<string, unknown> {
-  cdn.route(`/${id}.mp3`, audio(randomBytes(500 + id.length)));
-  return sampleDelivery('audio.ready', { id, cdnOrigin: cdn.origin, data: { voice } });
-}
-
-async function post(port: number, body: unknown): Promise<number> {
-  const { raw, headers } = signed(body);
-  const answer = await request(`http://127.0.0.1:${port}/webhooks`, {
-    method: 'POST',
-    headers,
-    body: raw,
-  });
-  await answer.body.dump();
-  return answer.statusCode;
-}
-
-/** A spawned receiver (ROLE=web) or worker (ROLE=worker), stopped after the test. */
-function service(env: Record<string, string>) {
-  const spawned = spawnService({ REDIS_URL: process.env.REDIS_URL ?? '', ...env });
-  cleanups.push(async () => {
-    if (spawned.child.exitCode === null && spawned.child.signalCode === null) {
-      spawned.child.kill('SIGTERM');
-      await spawned.exited;
-    }
-  });
-  return spawned;
+  bed.cdn.route(`/${id}.mp3`, audio(randomBytes(500 + id.length)));
+  return sampleDelivery('audio.ready', { id, cdnOrigin: bed.cdn.origin, data: { voice } });
 }
 
 /** A receiver and two worker processes sharing one prefix and FORWARD_CONFIG. */
@@ -143,8 +100,8 @@ describe('filters', () => {
       vip: await endpointWith(secret),
     };
     const pipeline = await startTestPipeline(
-      { CDN_URL: cdn.origin, DOWNLOAD_ALLOW_PRIVATE_IPS: 'true' },
-      cdn.ca,
+      { CDN_URL: bed.cdn.origin, DOWNLOAD_ALLOW_PRIVATE_IPS: 'true' },
+      bed.cdn.ca,
       {
         FORWARD_SECRET: secret,
         FORWARD_CONFIG: configFile(
@@ -267,7 +224,8 @@ describe('per destination, across two worker processes', () => {
       FORWARD_CONFIG: configFile([{ url: endpoint.url, name: 'limited', rate_per_second: 20 }]),
     });
     const ids = Array.from({ length: 700 }, () => `rate-${randomUUID()}`);
-    for (const id of ids) expect(await post(port, sampleDelivery('key.revoked', { id }))).toBe(202);
+    for (const id of ids)
+      expect(await postSigned(port, sampleDelivery('key.revoked', { id }))).toBe(202);
     // The scenario is 30 s of sending, counted from the first send.
     await endpoint.inbox.atLeast(1);
     const started = endpoint.arrivals[0] ?? Date.now();
@@ -305,7 +263,7 @@ describe('per destination, across two worker processes', () => {
         for (let i = 0; i < perSecond / 10; i += 1) {
           const id = `outage-${randomUUID()}`;
           sentAt.set(`key.revoked:${id}`, Date.now());
-          expect(await post(port, sampleDelivery('key.revoked', { id }))).toBe(202);
+          expect(await postSigned(port, sampleDelivery('key.revoked', { id }))).toBe(202);
           ids.push(id);
         }
         await new Promise((resolve) => setTimeout(resolve, Math.max(0, next - Date.now())));
@@ -378,7 +336,8 @@ describe('per destination, across two worker processes', () => {
     // Both workers read it within a tick (TICK_MS): no event tells this process when they did.
     await new Promise((resolve) => setTimeout(resolve, 1.5 * TICK_MS));
     const ids = Array.from({ length: 30 }, () => `held-${randomUUID()}`);
-    for (const id of ids) expect(await post(port, sampleDelivery('key.revoked', { id }))).toBe(202);
+    for (const id of ids)
+      expect(await postSigned(port, sampleDelivery('key.revoked', { id }))).toBe(202);
     const status = await eventually(async () => {
       const { stdout } = await cli('forward', 'status', '--json');
       const [row] = JSON.parse(stdout) as { state: string; waiting: number; held: number }[];

@@ -2,7 +2,6 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { destinationName } from '../../src/config/destinations';
 import { createForwardQueue } from '../../src/queue/forward-queue';
@@ -17,69 +16,28 @@ import {
   type HttpEndpoint,
   type Received,
 } from '../helpers/forward-destinations';
-import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { audio } from '../helpers/local-cdn';
+import { forwardTestBed, postSigned } from '../helpers/forward-test-bed';
 import { freePort } from '../helpers/private-redis';
 import { deliveredBy, startSandboxProcess } from '../helpers/sandbox-process';
-import { spawnService } from '../helpers/spawn-service';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 import supertest from 'supertest';
 import { createTestReceiver, deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
 
-const redis = new Redis(process.env.REDIS_URL ?? '');
-const cleanups: (() => Promise<unknown>)[] = [];
-let cdn: LocalCdn;
-
-beforeAll(async () => {
-  cdn = await startLocalCdn();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-afterAll(async () => {
-  await cdn.close();
-  redis.disconnect();
-});
-
-/** A spawned service or worker, stopped and its keys removed after the test. */
-function service(env: Record<string, string>, options?: Parameters<typeof spawnService>[1]) {
-  const spawned = spawnService({ REDIS_URL: process.env.REDIS_URL ?? '', ...env }, options);
-  cleanups.push(async () => {
-    if (spawned.child.exitCode === null && spawned.child.signalCode === null) {
-      spawned.child.kill('SIGTERM');
-      await spawned.exited;
-    }
-  });
-  return spawned;
-}
-
-function prefixed(): string {
-  const prefix = `test-${randomUUID()}`;
-  cleanups.push(() => deleteKeys(redis, `${prefix}:*`));
-  return prefix;
-}
+const bed = forwardTestBed();
+const { redis, cleanups, service, prefixed } = bed;
 
 /** The local CDN's certificate as a file, for a spawned worker's NODE_EXTRA_CA_CERTS. */
 function caFile(): string {
   const file = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
-  writeFileSync(file, cdn.ca);
+  writeFileSync(file, bed.cdn.ca);
   return file;
 }
 
 /** Serves a distinct body at /<id>.mp3 on the local CDN. */
 function item(id: string): Record<string, unknown> {
-  cdn.route(`/${id}.mp3`, audio(randomBytes(2_000 + id.length)));
-  return sampleDelivery('audio.ready', { id, cdnOrigin: cdn.origin });
-}
-
-async function post(port: number, body: unknown): Promise<number> {
-  const { raw, headers } = signed(body);
-  const answer = await request(`http://127.0.0.1:${port}/webhooks`, {
-    method: 'POST',
-    headers,
-    body: raw,
-  });
-  await answer.body.dump();
-  return answer.statusCode;
+  bed.cdn.route(`/${id}.mp3`, audio(randomBytes(2_000 + id.length)));
+  return sampleDelivery('audio.ready', { id, cdnOrigin: bed.cdn.origin });
 }
 
 function stored(audioDir: string, id: string): { sha256: string; file: string; bytes: number } {
@@ -180,7 +138,7 @@ it('a destination down for 10 s (a nats-server stopped, the HTTP endpoint answer
     QUEUE_PREFIX: prefixed(),
     PORT: String(port),
     HOST: '127.0.0.1',
-    CDN_URL: cdn.origin,
+    CDN_URL: bed.cdn.origin,
     DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
     NODE_EXTRA_CA_CERTS: caFile(),
     ...destinations.env,
@@ -193,7 +151,7 @@ it('a destination down for 10 s (a nats-server stopped, the HTTP endpoint answer
   endpoint.failing = true;
   const down = Date.now();
   const ids = Array.from({ length: 20 }, () => `outage-${randomUUID()}`);
-  for (const id of ids) expect(await post(port, item(id))).toBe(202);
+  for (const id of ids) expect(await postSigned(port, item(id))).toBe(202);
   // RabbitMQ has them all while the other two are still down.
   await rabbit.inbox.atLeast(20);
   expect(endpoint.failing).toBe(true);
@@ -213,7 +171,7 @@ it('a destination down for 10 s (a nats-server stopped, the HTTP endpoint answer
   expect(sorted(rabbit.inbox.ids())).toEqual(wanted);
   expect(sorted(endpoint.inbox.ids())).toEqual(wanted);
   expect(sorted(await stream.read())).toEqual(wanted);
-  for (const id of ids) expect(cdn.hits.get(`/${id}.mp3`)).toBe(1);
+  for (const id of ids) expect(bed.cdn.hits.get(`/${id}.mp3`)).toBe(1);
 }, 120_000);
 
 it('a worker SIGKILLed after storing and before forwarding: the message is sent after the restart, the audio not fetched again', async () => {
@@ -223,7 +181,7 @@ it('a worker SIGKILLed after storing and before forwarding: the message is sent 
     WEBHOOK_SECRETS: TEST_SECRET,
     QUEUE_PREFIX: prefixed(),
     AUDIO_DIR: mkdtempSync(join(tmpdir(), 'aw-forward-')),
-    CDN_URL: cdn.origin,
+    CDN_URL: bed.cdn.origin,
     DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
     NODE_EXTRA_CA_CERTS: caFile(),
     FORWARD_URLS: rabbit.url,
@@ -262,7 +220,7 @@ it('a worker SIGKILLed after storing and before forwarding: the message is sent 
   await rabbit.inbox.atLeast(1);
   expect(rabbit.inbox.ids()).toEqual([`audio.ready:${id}`]);
   expect(rabbit.inbox.messages[0]?.body.stored?.sha256).toBe(stored(env.AUDIO_DIR, id).sha256);
-  expect(cdn.hits.get(`/${id}.mp3`)).toBe(1);
+  expect(bed.cdn.hits.get(`/${id}.mp3`)).toBe(1);
   await restarted.waitForLog('audio already downloaded');
 }, 60_000);
 
@@ -276,8 +234,8 @@ describe('in one pipeline', () => {
     endpoint = await startHttpEndpoint(secret);
     rabbit = await createRabbitQueue();
     pipeline = await startTestPipeline(
-      { CDN_URL: cdn.origin, DOWNLOAD_ALLOW_PRIVATE_IPS: 'true' },
-      cdn.ca,
+      { CDN_URL: bed.cdn.origin, DOWNLOAD_ALLOW_PRIVATE_IPS: 'true' },
+      bed.cdn.ca,
       {
         FORWARD_URLS: `${endpoint.url},${rabbit.url}`,
         FORWARD_SECRET: secret,
@@ -335,7 +293,7 @@ describe('in one pipeline', () => {
     expect(endpoint.requests - requestsBefore).toBe(2);
     expect(endpoint.inbox.ids()).toEqual([`audio.ready:${id}`]);
     expect(JSON.parse((await pipeline.cli('failures', '--json')).stdout)).toEqual([]);
-    expect(cdn.hits.get(`/${id}.mp3`)).toBe(1);
+    expect(bed.cdn.hits.get(`/${id}.mp3`)).toBe(1);
   });
 
   it('a destination no longer configured fails at once, with its reason, while the others are still sent to', async () => {
