@@ -102,8 +102,10 @@ async function failed(
   }
   const fails = (deps.board.get(name)?.fails ?? 0) + 1;
   deps.board.note(name, { fails });
-  if (!(await deps.control.failed(name))) return;
-  deps.board.note(name, { state: 'paused', pausedBy: 'failing' });
+  const now = await deps.control.failed(name);
+  if (now === 'active') return;
+  deps.board.note(name, { state: 'paused' });
+  if (now === 'was-paused') return;
   deps.transitions.inc({ destination: name, to: 'paused' });
   deps.logger.warn(
     { destination: name, reason: error.message },

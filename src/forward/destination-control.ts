@@ -36,8 +36,8 @@ export interface DestinationControl {
   tick(act: boolean): Promise<readonly TickResult[]>;
   /** For a job about to send to a destination seen paused: go, probe, or hold (recorded). */
   decide(name: string, jobId: string): Promise<Decision>;
-  /** A send failed (and may count): true when this failure paused the destination. */
-  failed(name: string): Promise<boolean>;
+  /** A send failed: whether this paused the destination, found it paused already, or neither. */
+  failed(name: string): Promise<'paused' | 'was-paused' | 'active'>;
   /** A send succeeded: true when this success resumed a destination paused for failing. */
   succeeded(name: string): Promise<boolean>;
   /** The job no longer waits for the destination (sent, given up, gone): out of its held set. */
@@ -81,7 +81,10 @@ export function destinationControl(
       );
     },
     decide: async (name, jobId) => String(await run(DECIDE, name, jobId)) as Decision,
-    failed: (name) => changed(FAILED, name, pauseAfter),
+    async failed(name) {
+      const answer = Number(await run(FAILED, name, pauseAfter));
+      return answer === 1 ? 'paused' : answer === 2 ? 'was-paused' : 'active';
+    },
     succeeded: (name) => changed(SUCCEEDED, name),
     async release(name, jobId) {
       const [, held] = keys(name);

@@ -49,11 +49,15 @@ if redis.call('GET', KEYS[3]) == ARGV[1] then return 'probe' end
 redis.call('ZADD', KEYS[2], 'NX', now, ARGV[1])
 return 'hold'`;
 
-/** One more failure in a row; at ARGV[1] an active destination is paused. 1: paused by this. */
+/**
+ * One more failure in a row; at ARGV[1] an active destination is paused. 1: paused by this,
+ * 2: it was paused already (by another process, not yet read here), 0: still active.
+ */
 export const FAILED = `${NOW}
 local fails = redis.call('HINCRBY', KEYS[1], 'fails', 1)
 local paused = redis.call('HGET', KEYS[1], 'paused')
-if fails >= tonumber(ARGV[1]) and (not paused or paused == '') then
+if paused and paused ~= '' then return 2 end
+if fails >= tonumber(ARGV[1]) then
   redis.call('HSET', KEYS[1], 'paused', 'failing', 'since', now)
   return 1
 end
