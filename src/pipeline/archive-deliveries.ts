@@ -6,15 +6,27 @@ import type { Delivery } from '../webhooks/delivery.js';
 import { withDeadline } from '../util/deadline.js';
 import type { AudioStore } from '../storage/audio-store.js';
 
-/** An archive write that has not answered by then is counted failed; the job goes on. */
+/** An archive write that has not answered by then is counted failed, and the job retried. */
 const WRITE_DEADLINE_MS = 10_000;
 /** How often each worker removes expired hours (also once at start): entries are kept by the hour. */
 const SWEEP_EVERY_MS = 15 * 60 * 1000;
 
+/** The delivery was not archived: its job fails this attempt, after its handling ran. */
+export class ArchiveWriteError extends Error {
+  override name = 'ArchiveWriteError';
+  constructor(cause: unknown) {
+    super(`archive write failed: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      cause,
+    });
+  }
+}
+
 export interface DeliveryArchiver {
   /**
-   * Archives a job's delivery (a replay's is archived already). Never rejects and never waits
-   * past its deadline: a failure is logged and counted, and the delivery is handled anyway.
+   * Archives a job's delivery (a replay's is archived already), within its deadline. A failure
+   * is logged and counted, and rejects: every accepted delivery is archived (CONTRACT), so the
+   * job is retried until it is (the soak found deliveries handled while the store was full,
+   * completed, and missing from the archive for good).
    */
   record(job: {
     readonly delivery: Delivery;
@@ -45,7 +57,7 @@ export function startArchiving(
   const archive = createArchive(store.archive);
   const writes = new Counter({
     name: 'webhook_archive_writes_total',
-    help: 'Deliveries archived for replay, by result: archived, or failed (logged; the delivery was handled anyway)',
+    help: 'Deliveries archived for replay, by result: archived, or failed (logged; the job is retried until it is archived)',
     labelNames: ['result'],
     registers: [...registers],
   });
@@ -87,8 +99,9 @@ export function startArchiving(
         writes.inc({ result: 'failed' });
         logger.error(
           { err: error, jobId, event: delivery.event, id: delivery.data.id },
-          'archive write failed; the delivery is handled anyway, but replay will not find it',
+          'archive write failed; the job is retried until its delivery is archived',
         );
+        throw new ArchiveWriteError(error);
       }
     },
     stop() {

@@ -13,7 +13,10 @@ import type { DeliveryJob, Handled } from '../workers/dispatch.js';
 
 /** The steps after a delivery is taken, in the order runDelivery runs them. */
 export interface DeliverySteps {
-  /** Archives it for replay while it is handled; never rejects. Undefined: the archive is off. */
+  /**
+   * Archives it for replay while it is handled; rejects when it could not (the job is retried).
+   * Undefined: the archive is off.
+   */
   readonly archive: ((job: DeliveryJob) => Promise<void>) | undefined;
   /** Runs its handler (dispatch): what the handler returned, and the item it stored. */
   readonly handle: (job: DeliveryJob) => Promise<Handled>;
@@ -44,8 +47,13 @@ export async function runDelivery(
     replay: job.data.replay !== undefined,
   };
   // Archived while it is handled, not before: the archive never delays a delivery. The job ends
-  // only once its archive write has ended (done, or failed and counted).
-  const archived = steps.archive?.(taken);
+  // only once its archive write has ended; one that failed fails the job after its handling
+  // (which a retry finds done: the audio stored, the forward job there).
+  // Its failure is kept as a value: a rejection with no handler yet would end the process.
+  const archived = steps.archive?.(taken).then(
+    () => undefined,
+    (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+  );
   let handled: Handled;
   try {
     handled = await steps.handle(taken);
@@ -55,9 +63,13 @@ export async function runDelivery(
       taken.jobId,
       forwardMessage(delivery, job.data.body, new Date(), handled.stored),
     );
-  } finally {
+  } catch (error: unknown) {
+    // The handling's failure is the one to report; the archive's is retried with it.
     await archived;
+    throw error;
   }
+  const notArchived = await archived;
+  if (notArchived !== undefined) throw notArchived;
   // Last: the completed job keeps a record, not the payload (the archive and the forward job
   // hold it). A 1.5 MB body left 22.6 MB in Redis when completed jobs kept it.
   if (payloadTooBigToKeep(job.data.body)) await job.updateData(handledData(job.data, delivery));
