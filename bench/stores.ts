@@ -247,7 +247,7 @@ function medianRun(runs: readonly EndToEndResult[]): EndToEndResult {
  * The prefix's top level holds the items' objects; the archive's are under `<prefix>.archive/`,
  * counted by the entries they hold (a batch holds a line each; read after the run, not timed).
  */
-async function countObjects(
+export async function countObjects(
   client: S3Client,
   bucket: string,
   prefix: string,
