@@ -26,7 +26,7 @@ export interface ReportInput {
   readonly extra: Readonly<Record<string, unknown>>;
 }
 
-const LISTED = 100;
+const LISTED = 1_000;
 
 export function buildReport(input: ReportInput): Record<string, unknown> {
   const { verdict } = input;
