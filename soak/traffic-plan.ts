@@ -1,3 +1,4 @@
+import { FAULTS, type Fault } from '../src/sandbox/delivery/faults.js';
 import { createIdSource } from './ids.js';
 import type { Random } from './prng.js';
 
@@ -7,16 +8,9 @@ import type { Random } from './prng.js';
  * then signs, sends and retries the deliveries it makes as the provider does.
  */
 
-/** The sandbox's faults of a first attempt (src/sandbox/delivery/faults.ts). */
-export const FIRST_ATTEMPT_FAULTS = [
-  'wrong_secret',
-  'stale_timestamp',
-  'future_timestamp',
-  'tampered_body',
-  'duplicate',
-  'rotated_secret',
-] as const;
-export type FirstAttemptFault = (typeof FIRST_ATTEMPT_FAULTS)[number];
+/** The sandbox's faults of a first attempt: its own list, so the two cannot drift apart. */
+export const FIRST_ATTEMPT_FAULTS = FAULTS;
+export type FirstAttemptFault = Fault;
 
 /** The sandbox's voices; the filtered destination wants one of them. */
 export const VOICES = ['alloy', 'ember', 'river', 'sage'] as const;
