@@ -52,7 +52,12 @@ export async function forwardControlCommand(
       name: destination.name,
       kind: destination.kind,
       state: status?.state ?? 'active',
-      ...(status?.pausedBy === undefined ? {} : { paused_by: status.pausedBy }),
+      ...(status?.pausedBy === undefined
+        ? {}
+        : {
+            paused_by: status.pausedBy,
+            paused_since: new Date(status.pausedSince ?? now).toISOString(),
+          }),
       waiting: Math.max(mine?.count ?? 0, status?.held ?? 0),
       ...(pending.complete ? {} : { waiting_at_least: true }),
       held: status?.held ?? 0,

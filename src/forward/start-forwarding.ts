@@ -126,6 +126,8 @@ export function startForwarding(
     connection: redis,
     prefix: config.queuePrefix,
     concurrency: config.forwardConcurrency,
+    // sendForward settles each destination's outcome itself (moveToDelayed, or failed for good);
+    // this policy retries only a run that threw before it could (a Redis error).
     policy: {
       attempts: config.forwardAttempts,
       backoffMs: config.forwardBackoffMs,

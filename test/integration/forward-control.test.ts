@@ -341,10 +341,16 @@ describe('per destination, across two worker processes', () => {
       expect(await postSigned(port, sampleDelivery('key.revoked', { id }))).toBe(202);
     const status = await eventually(async () => {
       const { stdout } = await cli('forward', 'status', '--json');
-      const [row] = JSON.parse(stdout) as { state: string; waiting: number; held: number }[];
+      const [row] = JSON.parse(stdout) as Record<string, unknown>[];
       return row?.held === ids.length ? row : undefined;
     });
-    expect(status).toMatchObject({ state: 'paused', waiting: ids.length, held: ids.length });
+    expect(status).toMatchObject({
+      state: 'paused',
+      paused_by: 'operator',
+      paused_since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as unknown,
+      waiting: ids.length,
+      held: ids.length,
+    });
     expect(endpoint.requests).toBe(0);
     expect(await cli('forward', 'resume', 'held')).toEqual({
       code: 0,
