@@ -15,7 +15,10 @@ export type Outcome =
   | { readonly kind: 'refused'; readonly error: Error }
   /** The destination is paused: the job waits, no attempt counted. */
   | { readonly kind: 'held' }
-  /** Its rate or a Retry-After says not yet: try again in `ms`, no attempt counted. */
+  /**
+   * Its rate or a Retry-After says not yet, or it did not answer within `within` (a send from
+   * the delivery job): try again in `ms`, no attempt counted.
+   */
   | { readonly kind: 'deferred'; readonly ms: number };
 
 export interface AttemptDeps {
@@ -41,6 +44,11 @@ export async function attemptDestination(
   jobId: string,
   message: Outgoing,
   deps: AttemptDeps,
+  /**
+   * How long to wait for its answer when that is shorter than its timeout (a send from the
+   * delivery job): a send not answered by then is deferred, not failed, and counts no attempt.
+   */
+  within = Infinity,
 ): Promise<Outcome> {
   const destination = deps.destinations.get(name);
   const sender = deps.senders.get(name);
@@ -59,8 +67,11 @@ export async function attemptDestination(
     entry = admitted.entry;
   }
   const timer = deps.latency.startTimer({ destination: name });
+  // One timer per send: `within` when it is the shorter, which then only defers the message.
+  const cutShort = within < destination.timeoutMs;
+  const signal = AbortSignal.timeout(cutShort ? within : destination.timeoutMs);
   try {
-    await sender.send(message, AbortSignal.timeout(destination.timeoutMs));
+    await sender.send(message, signal);
     timer();
     if (decision === 'probe' || (seen?.fails ?? 0) > 0) await succeeded(name, deps);
     return { kind: 'sent' };
@@ -68,6 +79,8 @@ export async function attemptDestination(
     timer();
     const error = caught instanceof Error ? caught : new Error(String(caught));
     if (error instanceof PermanentForwardError) return refused(error);
+    // Slow, not failed: the forward job waits for it with the destination's whole timeout.
+    if (cutShort && signal.aborted) return { kind: 'deferred', ms: 0 };
     await failed(name, error, window, deps);
     // A failed probe is the destination's failure, not the message's: it is held again.
     return decision === 'probe' ? { kind: 'held' } : { kind: 'failed', error };

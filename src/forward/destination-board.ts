@@ -25,6 +25,7 @@ export class DestinationBoard {
   private readonly seen = new Map<string, SeenDestination>();
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
+  private firstRead: Promise<void> | undefined;
 
   constructor(
     private readonly control: DestinationControl,
@@ -43,15 +44,22 @@ export class DestinationBoard {
     if (known !== undefined) this.seen.set(name, { ...known, ...change, notedAt: Date.now() });
   }
 
+  /** Reads every destination now, then once a tick. */
   start(): void {
-    this.timer = setInterval(() => {
-      this.ticking ??= this.tick()
+    const read = () =>
+      (this.ticking ??= this.tick()
         .catch((error: unknown) => {
           this.reportError(error, 'forward destinations not read');
         })
-        .finally(() => (this.ticking = undefined));
-    }, TICK_MS);
+        .finally(() => (this.ticking = undefined)));
+    this.firstRead = read();
+    this.timer = setInterval(() => void read(), TICK_MS);
     this.timer.unref();
+  }
+
+  /** Resolves once the first read has ended, done or failed (then its destinations are unknown). */
+  read(): Promise<void> {
+    return this.firstRead ?? Promise.resolve();
   }
 
   /** One read of every destination; resolves once its promotions are done. */

@@ -34,33 +34,17 @@ export async function sendForward(
   deps: SendForwardDeps,
 ): Promise<void> {
   const { destinations, messageId, body } = job.data;
-  const givenUp: Record<string, string> = { ...job.data.refused };
-  const tried = destinations.filter((name) => !(name in givenUp));
+  const tried = destinations.filter((name) => !(name in (job.data.refused ?? {})));
   const outcomes = await Promise.all(
     tried.map((name) => attemptDestination(name, job.id ?? '', { id: messageId, body }, deps)),
   );
-  const now = Date.now();
-  const next: Progress = {
-    tries: new Map(Object.entries(job.data.tries ?? {})),
-    heldSince: new Map(Object.entries(job.data.heldSince ?? {})),
-  };
-  const reasons = new Map(Object.entries(job.data.reasons ?? {}));
-  const waiting: string[] = [];
-  const released: Promise<void>[] = [];
-  let dueAt = Infinity;
-  tried.forEach((name, index) => {
-    const wasHeld = next.heldSince.has(name);
-    const step = settle(name, outcomes[index] ?? { kind: 'sent' }, now, next, deps);
-    if (wasHeld && step.kind !== 'due') released.push(deps.control.release(name, job.id ?? ''));
-    if (step.kind === 'sent') reasons.delete(name);
-    else if (step.kind === 'given-up') givenUp[name] = step.reason;
-    else {
-      if (step.reason !== undefined) reasons.set(name, step.reason);
-      waiting.push(name);
-      dueAt = Math.min(dueAt, step.at);
-    }
-  });
-  await Promise.all(released);
+  const { waiting, givenUp, reasons, progress, dueAt, heldDone } = settleAttempts(
+    tried,
+    outcomes,
+    job.data,
+    deps,
+  );
+  await Promise.all(heldDone.map((name) => deps.control.release(name, job.id ?? '')));
   if (waiting.length === 0 && Object.keys(givenUp).length === 0) {
     // Sent everywhere: the job is kept an hour, and what it keeps is not the message.
     if (payloadTooBigToKeep(body)) await job.updateData({ messageId, destinations: [], body: '' });
@@ -73,10 +57,91 @@ export async function sendForward(
       destinations: Object.keys(givenUp),
       reasons: givenUp,
       // For `failures`; not `tries`, so that `retry` starts each destination's attempts afresh.
-      attempted: Object.fromEntries(next.tries),
+      attempted: Object.fromEntries(progress.tries),
     });
     throw new UnrecoverableError(summary(givenUp));
   }
+  logFailures(tried, outcomes, { jobId: job.id, event: job.name, messageId }, deps);
+  await job.updateData(pendingData(job.data, { waiting, givenUp, reasons, progress }));
+  await job.moveToDelayed(dueAt, token);
+  throw new DelayedError();
+}
+
+/** Per destination: failed attempts, and when it was first held. */
+export interface Progress {
+  readonly tries: Map<string, number>;
+  readonly heldSince: Map<string, number>;
+}
+
+/** What one attempt at a job's destinations leaves to do. */
+export interface Settled {
+  /** Due again (at `dueAt` the earliest). */
+  readonly waiting: readonly string[];
+  readonly dueAt: number;
+  /** Given up, with why: those of earlier attempts, and now. */
+  readonly givenUp: Readonly<Record<string, string>>;
+  /** Why each waiting one failed last. */
+  readonly reasons: ReadonlyMap<string, string>;
+  readonly progress: Progress;
+  /** Held before and not held now: they leave the destination's held set. */
+  readonly heldDone: readonly string[];
+}
+
+/** Each outcome of an attempt at `tried` (counted in `webhook_forwards_total`), for the job. */
+export function settleAttempts(
+  tried: readonly string[],
+  outcomes: readonly Outcome[],
+  before: Pick<ForwardJobData, 'refused' | 'tries' | 'heldSince' | 'reasons'>,
+  deps: SendForwardDeps,
+): Settled {
+  const now = Date.now();
+  const progress: Progress = {
+    tries: new Map(Object.entries(before.tries ?? {})),
+    heldSince: new Map(Object.entries(before.heldSince ?? {})),
+  };
+  const givenUp: Record<string, string> = { ...before.refused };
+  const reasons = new Map(Object.entries(before.reasons ?? {}));
+  const waiting: string[] = [];
+  const heldDone: string[] = [];
+  let dueAt = Infinity;
+  tried.forEach((name, index) => {
+    const wasHeld = progress.heldSince.has(name);
+    const step = settle(name, outcomes[index] ?? { kind: 'sent' }, now, progress, deps);
+    if (wasHeld && step.kind !== 'due') heldDone.push(name);
+    if (step.kind === 'sent') reasons.delete(name);
+    else if (step.kind === 'given-up') givenUp[name] = step.reason;
+    else {
+      if (step.reason !== undefined) reasons.set(name, step.reason);
+      waiting.push(name);
+      dueAt = Math.min(dueAt, step.at);
+    }
+  });
+  return { waiting, dueAt, givenUp, reasons, progress, heldDone };
+}
+
+/** A job's data while some destinations wait: those first, then those given up. */
+export function pendingData(
+  data: Pick<ForwardJobData, 'messageId' | 'body'>,
+  { waiting, givenUp, reasons, progress }: Omit<Settled, 'dueAt' | 'heldDone'>,
+): ForwardJobData {
+  return {
+    messageId: data.messageId,
+    body: data.body,
+    destinations: [...waiting, ...Object.keys(givenUp)],
+    reasons: Object.fromEntries(reasons),
+    refused: givenUp,
+    tries: Object.fromEntries(progress.tries),
+    heldSince: Object.fromEntries(progress.heldSince),
+  };
+}
+
+/** One warn line for the destinations whose attempt failed and that will be tried again. */
+export function logFailures(
+  tried: readonly string[],
+  outcomes: readonly Outcome[],
+  about: Record<string, unknown>,
+  deps: Pick<SendForwardDeps, 'logger'>,
+): void {
   const failures = Object.fromEntries(
     tried.flatMap((name, index) => {
       const outcome = outcomes[index];
@@ -84,28 +149,8 @@ export async function sendForward(
     }),
   );
   if (Object.keys(failures).length > 0) {
-    deps.logger.warn(
-      { jobId: job.id, event: job.name, messageId, reasons: failures },
-      'forward failed; will retry',
-    );
+    deps.logger.warn({ ...about, reasons: failures }, 'forward failed; will retry');
   }
-  await job.updateData({
-    messageId,
-    body,
-    destinations: [...waiting, ...Object.keys(givenUp)],
-    reasons: Object.fromEntries(reasons),
-    refused: givenUp,
-    tries: Object.fromEntries(next.tries),
-    heldSince: Object.fromEntries(next.heldSince),
-  });
-  await job.moveToDelayed(dueAt, token);
-  throw new DelayedError();
-}
-
-/** Per destination: failed attempts, and when it was first held. */
-interface Progress {
-  readonly tries: Map<string, number>;
-  readonly heldSince: Map<string, number>;
 }
 
 /** What one destination's outcome means for the job. */

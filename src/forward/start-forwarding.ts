@@ -14,7 +14,7 @@ import { createSlidingWindowLimiter } from '../redis/sliding-window-limiter.js';
 import { DestinationBoard } from './destination-board.js';
 import { destinationControl } from './destination-control.js';
 import { createForwardQueue, FORWARD_QUEUE, type ForwardJobData } from '../queue/forward-queue.js';
-import { enqueueForwards } from './enqueue-forwards.js';
+import { forwardAtOnce } from './forward-at-once.js';
 import type { ForwardMessage } from './forward-message.js';
 import { createHttpSender } from './http-sender.js';
 import { createNatsSender } from './nats-sender.js';
@@ -22,7 +22,10 @@ import type { Sender } from './sender.js';
 import { sendForward } from './send-forward.js';
 
 export interface Forwarding {
-  /** Puts a handled delivery's message on the forward queue: one job, for every destination. */
+  /**
+   * Sends a handled delivery's message to every destination that wants it, at once where it can;
+   * what did not take it goes on the forward queue (forward-at-once.ts).
+   */
   forward(deliveryJobId: string, message: ForwardMessage): Promise<void>;
   close(): Promise<void>;
 }
@@ -38,10 +41,10 @@ const SCAN_PER_STATE = 100;
 export const FORWARD_BACKLOG_METRIC = 'webhook_forward_backlog';
 
 /**
- * Forwarding, in a process that runs workers, when FORWARD_URLS names destinations: the forward
- * queue's producer (the delivery worker calls `forward`) and its worker, which sends each job to
- * every destination still pending and leaves retries to BullMQ (FORWARD_ATTEMPTS, backoff from
- * FORWARD_BACKOFF_MS). The message was built when the delivery was handled and travels in the
+ * Forwarding, in a process that runs workers, when FORWARD_URLS names destinations: the delivery
+ * worker's `forward`, which sends at once and puts what did not take the message on the forward
+ * queue, and that queue's worker, which sends each job to every destination still pending
+ * (FORWARD_ATTEMPTS per destination, backoff from FORWARD_BACKOFF_MS). The message was built when the delivery was handled and travels in the
  * job: a retry sends the same bytes and never downloads anything.
  */
 export function startForwarding(
@@ -126,6 +129,7 @@ export function startForwarding(
     connection: redis,
     prefix: config.queuePrefix,
     concurrency: config.forwardConcurrency,
+    lockMs: config.workerLockMs,
     // sendForward settles each destination's outcome itself (moveToDelayed, or failed for good);
     // this policy retries only a run that threw before it could (a Redis error).
     policy: {
@@ -142,7 +146,7 @@ export function startForwarding(
   logger.info({ destinations: names }, 'forwarding');
   return {
     forward: (deliveryJobId, message) =>
-      enqueueForwards(queue, destinations, deliveryJobId, message),
+      forwardAtOnce(queue, destinations, deliveryJobId, message, deps),
     async close() {
       await board.close();
       await worker.close(redis.status !== 'ready');

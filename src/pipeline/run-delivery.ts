@@ -20,7 +20,10 @@ export interface DeliverySteps {
   readonly archive: ((job: DeliveryJob) => Promise<void>) | undefined;
   /** Runs its handler (dispatch): what the handler returned, and the item it stored. */
   readonly handle: (job: DeliveryJob) => Promise<Handled>;
-  /** Puts the message on the forward queue. Undefined: FORWARD_URLS names no destination. */
+  /**
+   * Sends the message to its destinations, at once where it can, else by the forward queue.
+   * Undefined: FORWARD_URLS names no destination.
+   */
   readonly forward: ((jobId: string, message: ForwardMessage) => Promise<void>) | undefined;
 }
 
@@ -46,9 +49,9 @@ export async function runDelivery(
     firstRun: job.attemptsStarted <= 1 && job.data.replay === undefined,
     replay: job.data.replay !== undefined,
   };
-  // Archived while it is handled, not before: the archive never delays a delivery. The job ends
-  // only once its archive write has ended; one that failed fails the job after its handling
-  // (which a retry finds done: the audio stored, the forward job there).
+  // Archived while it is handled, not before: the archive never delays a delivery's handling.
+  // A failed archive write fails the job after its handling (which a retry finds done: the audio
+  // stored) and before forwarding, which a destination cannot take back: the retry forwards.
   // Its failure is kept as a value: a rejection with no handler yet would end the process.
   const archived = steps.archive?.(taken).then(
     () => undefined,
@@ -57,12 +60,6 @@ export async function runDelivery(
   let handled: Handled;
   try {
     handled = await steps.handle(taken);
-    // A worker killed before the message is queued leaves the job to run again, which finds
-    // the audio stored (no download) and forwards then.
-    await steps.forward?.(
-      taken.jobId,
-      forwardMessage(delivery, job.data.body, new Date(), handled.stored),
-    );
   } catch (error: unknown) {
     // The handling's failure is the one to report; the archive's is retried with it.
     await archived;
@@ -70,6 +67,12 @@ export async function runDelivery(
   }
   const notArchived = await archived;
   if (notArchived !== undefined) throw notArchived;
+  // A worker killed before the message is sent or queued leaves the job to run again, which
+  // finds the audio stored (no download) and forwards then.
+  await steps.forward?.(
+    taken.jobId,
+    forwardMessage(delivery, job.data.body, new Date(), handled.stored),
+  );
   // Last: the completed job keeps a record, not the payload (the archive and the forward job
   // hold it). A 1.5 MB body left 22.6 MB in Redis when completed jobs kept it.
   if (payloadTooBigToKeep(job.data.body)) await job.updateData(handledData(job.data, delivery));

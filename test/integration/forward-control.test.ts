@@ -155,7 +155,9 @@ describe('filters', () => {
     cleanups.push(() => forwards.close());
     const counts = await forwards.getJobCounts();
     const jobs = Object.values(counts).reduce((sum, n) => sum + n, 0);
-    expect(jobs).toBe(bodies.length - none);
+    // Every destination answered at once: each message was sent from its delivery job, and no
+    // message (none of the 200 that matched nothing either) made a forward job.
+    expect(jobs).toBe(0);
 
     // The same filters over the archive of those 1,000 deliveries.
     for (const [name, filter] of Object.entries(FILTERS)) {

@@ -1,9 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { destinationName } from '../../src/config/destinations';
+import { jobItemId } from '../../src/queue/delivery-queue';
 import { createForwardQueue } from '../../src/queue/forward-queue';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { eventually } from '../../src/util/eventually';
@@ -224,6 +228,73 @@ it('a worker SIGKILLed after storing and before forwarding: the message is sent 
   await restarted.waitForLog('audio already downloaded');
 }, 60_000);
 
+it('a forward whose worker is killed three times before the destination answers is sent by the next worker, not failed for stalls it did not cause', async () => {
+  // Answers nothing to the first four requests (each worker holding one is killed), 204 after.
+  let requests = 0;
+  const waiting: { count: number; resolve: () => void }[] = [];
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      requests += 1;
+      if (requests > 4) res.writeHead(204).end();
+      for (const waiter of waiting.filter((w) => requests >= w.count)) waiter.resolve();
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.close(() => {
+          resolve();
+        });
+        server.closeAllConnections();
+      }),
+  );
+  const request = (count: number) =>
+    new Promise<void>((resolve) => {
+      waiting.push({ count, resolve });
+      if (requests >= count) resolve();
+    });
+  const env = {
+    WEBHOOK_SECRETS: TEST_SECRET,
+    QUEUE_PREFIX: prefixed(),
+    ROLE: 'worker',
+    FORWARD_URLS: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}/hook`,
+    FORWARD_SECRET: forwardSecret(),
+    FORWARD_TIMEOUT_MS: '60000',
+    // The dead worker's job is taken over within seconds.
+    WORKER_LOCK_MS: '1500',
+  };
+  const receiver = await createTestReceiver({ QUEUE_PREFIX: env.QUEUE_PREFIX });
+  cleanups.push(() => receiver.close());
+  const id = `stalled-${randomUUID()}`;
+  const { raw, headers } = signed(sampleDelivery('audio.failed', { id }));
+  await supertest(receiver.listener).post('/webhooks').set(headers).send(raw).expect(202);
+
+  // Request 1 is the delivery job's own send, given up after a second and left to a forward
+  // job; requests 2 to 4 are that job's, each in a worker killed while it waits: three stalls.
+  let worker = service(env);
+  for (const count of [2, 3, 4]) {
+    await request(count);
+    worker.child.kill('SIGKILL');
+    await worker.exited;
+    worker = service(env);
+  }
+  await request(5);
+  const forwards = createForwardQueue(redis, env.QUEUE_PREFIX);
+  cleanups.push(() => forwards.close());
+  const state = await eventually(async () => {
+    const job = await forwards.getJob(
+      `${(await receiver.queue.getCompleted())[0]?.id ?? ''}.forward`,
+    );
+    const now = await job?.getState();
+    return now === 'completed' || now === 'failed' ? now : undefined;
+  });
+  expect(state).toBe('completed');
+  expect(requests).toBe(5);
+}, 90_000);
+
 describe('in one pipeline', () => {
   let pipeline: TestPipeline;
   let endpoint: HttpEndpoint;
@@ -360,10 +431,13 @@ describe('in one pipeline', () => {
     const [first, second] = rabbit.inbox.messages as [Received, Received];
     expect(second.body.timestamp > first.body.timestamp).toBe(true);
     expect(second.body.stored).toEqual(first.body.stored);
-    // Every forward job ever made: one for the delivery, one for the replay, none for the duplicate.
+    // Every delivery job that forwarded this item: the delivery's and the replay's, none for the
+    // duplicate; both sent at once (no forward job), none failed.
     const counts = await pipeline.cli('failures', '--json');
     expect(JSON.parse(counts.stdout)).toEqual([]);
-    expect(await redis.zcard(`${pipeline.receiver.config.queuePrefix}:forwards:completed`)).toBe(2);
+    const completed = await pipeline.receiver.queue.getCompleted();
+    expect(completed.filter((job) => jobItemId(job.data) === id)).toHaveLength(2);
+    expect(await redis.zcard(`${pipeline.receiver.config.queuePrefix}:forwards:completed`)).toBe(0);
   });
 });
 
