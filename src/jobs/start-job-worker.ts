@@ -1,4 +1,4 @@
-import { Worker, type Job, type Telemetry, type WorkerOptions } from 'bullmq';
+import { Worker, type Job, type Telemetry } from 'bullmq';
 import type { Logger } from 'pino';
 import type { RedisConnection } from '../redis/connections.js';
 import { backoffStrategy, type RetryPolicy } from './retry-policy.js';
@@ -33,8 +33,11 @@ export interface JobWorkerOptions<Data> {
   readonly label: string;
   /** What to do about a job that failed for good, for the line that says so. */
   readonly whenFailed: string;
-  /** The rest of BullMQ's options (lock duration, stalled checks). @defaultValue BullMQ's */
-  readonly worker?: Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'>;
+  /**
+   * WORKER_LOCK_MS: how long a run holds its job without renewing the lock; a job whose worker
+   * died is taken over (its stall noticed) after about this long.
+   */
+  readonly lockMs: number;
   /** bullmq-otel, when tracing is on. @defaultValue none */
   readonly telemetry?: Telemetry | undefined;
   /**
@@ -73,7 +76,13 @@ export function startJobWorker<Data>(
     prefix: options.prefix,
     ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
     concurrency: options.concurrency,
-    ...options.worker,
+    lockDuration: options.lockMs,
+    stalledInterval: options.lockMs,
+    // A stall (the worker killed, Redis gone past the lock) counts as much as a failed attempt:
+    // a job fails for its stalls only after as many as it may have attempts. BullMQ's default,
+    // 1, failed a forward after two stalls that faults beside it caused (docs/reliability.md).
+    // A job that kills every worker that runs it is failed after `attempts` of them.
+    maxStalledCount: options.policy.attempts,
     removeOnComplete: KEEP[options.queue].completed,
     removeOnFail: KEEP[options.queue].failed,
     settings: { backoffStrategy: backoffStrategy(options.policy) },

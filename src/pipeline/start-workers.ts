@@ -98,12 +98,7 @@ export async function startWorkers(
       prefix: config.queuePrefix,
       telemetry: options.telemetry,
       concurrency: config.workerConcurrency,
-      worker: {
-        lockDuration: config.workerLockMs,
-        stalledInterval: config.workerLockMs,
-        // A job whose worker died is run again; twice in a row means it is what kills workers.
-        maxStalledCount: 2,
-      },
+      lockMs: config.workerLockMs,
       policy: { attempts: config.downloadAttempts, backoffMs: config.downloadBackoffMs },
       logger,
       reportError,

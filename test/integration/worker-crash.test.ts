@@ -99,3 +99,54 @@ it('a worker killed with SIGKILL mid-download: a new worker completes the job an
   expect(metadata.sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
   expect(cdn.hits.get('/big.mp3')).toBe(2);
 });
+
+it('a delivery whose worker is killed mid-download three times is stored by the fourth worker, not failed for stalls it did not cause', async () => {
+  const audioDir = mkdtempSync(join(tmpdir(), 'aw-crash-'));
+  const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
+  writeFileSync(caFile, cdn.ca);
+  const bytes = randomBytes(400_000);
+  const halves: (() => void)[] = [];
+  const halfSent = (hit: number) => new Promise<void>((resolve) => (halves[hit] = resolve));
+  const sent = [1, 2, 3].map(halfSent);
+  cdn.route('/thrice.mp3', (_req, res, hit) => {
+    res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': bytes.length });
+    // Half the file, then silence, to each of the three workers killed.
+    if (hit <= 3) res.write(bytes.subarray(0, 200_000), () => halves[hit]?.());
+    else res.end(bytes);
+  });
+  const env = {
+    WEBHOOK_SECRETS: TEST_SECRET,
+    REDIS_URL: process.env.REDIS_URL ?? '',
+    QUEUE_PREFIX: prefix,
+    ROLE: 'worker',
+    AUDIO_DIR: audioDir,
+    CDN_URL: cdn.origin,
+    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    NODE_EXTRA_CA_CERTS: caFile,
+    WORKER_LOCK_MS: '1500',
+  };
+  const { raw, headers } = signed(
+    sampleDelivery('audio.ready', {
+      id: 'thrice',
+      data: { audio_url: `${cdn.origin}/thrice.mp3` },
+    }),
+  );
+  await request(receiver.listener).post('/webhooks').set(headers).send(raw).expect(202);
+  const [job] = await receiver.queue.getWaiting(0, 0);
+  for (const halfway of sent) {
+    const worker = spawnService(env);
+    await halfway;
+    worker.child.kill('SIGKILL');
+    await worker.exited;
+  }
+  const fourth = spawnService(env);
+  try {
+    await fourth.waitForLog('audio downloaded');
+  } finally {
+    fourth.child.kill('SIGTERM');
+    expect(await fourth.exited).toBe(0);
+  }
+  expect(readFileSync(join(audioDir, 'thrice.mp3')).equals(bytes)).toBe(true);
+  expect(cdn.hits.get('/thrice.mp3')).toBe(4);
+  expect(await receiver.queue.getJobState(String(job?.id))).toBe('completed');
+}, 60_000);
