@@ -45,10 +45,26 @@ async function fileAppears(dir: string, test: (name: string) => boolean): Promis
   }
 }
 
-it('a worker killed with SIGKILL mid-download: a new worker completes the job and the file is whole', async () => {
-  const audioDir = mkdtempSync(join(tmpdir(), 'aw-crash-'));
+/** A worker process's environment: the local CDN trusted, files in `audioDir`. */
+function workerEnv(audioDir: string): Record<string, string> {
   const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
   writeFileSync(caFile, cdn.ca);
+  return {
+    WEBHOOK_SECRETS: TEST_SECRET,
+    REDIS_URL: process.env.REDIS_URL ?? '',
+    QUEUE_PREFIX: prefix,
+    ROLE: 'worker',
+    AUDIO_DIR: audioDir,
+    CDN_URL: cdn.origin,
+    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    NODE_EXTRA_CA_CERTS: caFile,
+    // A short lock so a dead worker's job is taken over within seconds, not 30.
+    WORKER_LOCK_MS: '1500',
+  };
+}
+
+it('a worker killed with SIGKILL mid-download: a new worker completes the job and the file is whole', async () => {
+  const audioDir = mkdtempSync(join(tmpdir(), 'aw-crash-'));
   const bytes = randomBytes(2_000_000);
   cdn.route('/big.mp3', (_req, res, hit) => {
     res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': bytes.length });
@@ -59,18 +75,7 @@ it('a worker killed with SIGKILL mid-download: a new worker completes the job an
       res.end(bytes);
     }
   });
-  const env = {
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: process.env.REDIS_URL ?? '',
-    QUEUE_PREFIX: prefix,
-    ROLE: 'worker',
-    AUDIO_DIR: audioDir,
-    CDN_URL: cdn.origin,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
-    NODE_EXTRA_CA_CERTS: caFile,
-    // A short lock so the dead worker's job is taken over within seconds, not 30.
-    WORKER_LOCK_MS: '1500',
-  };
+  const env = workerEnv(audioDir);
 
   const first = spawnService(env);
   await first.waitForLog('audio-webhooks started');
@@ -102,8 +107,6 @@ it('a worker killed with SIGKILL mid-download: a new worker completes the job an
 
 it('a delivery whose worker is killed mid-download three times is stored by the fourth worker, not failed for stalls it did not cause', async () => {
   const audioDir = mkdtempSync(join(tmpdir(), 'aw-crash-'));
-  const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
-  writeFileSync(caFile, cdn.ca);
   const bytes = randomBytes(400_000);
   const halves: (() => void)[] = [];
   const halfSent = (hit: number) => new Promise<void>((resolve) => (halves[hit] = resolve));
@@ -114,17 +117,7 @@ it('a delivery whose worker is killed mid-download three times is stored by the 
     if (hit <= 3) res.write(bytes.subarray(0, 200_000), () => halves[hit]?.());
     else res.end(bytes);
   });
-  const env = {
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: process.env.REDIS_URL ?? '',
-    QUEUE_PREFIX: prefix,
-    ROLE: 'worker',
-    AUDIO_DIR: audioDir,
-    CDN_URL: cdn.origin,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
-    NODE_EXTRA_CA_CERTS: caFile,
-    WORKER_LOCK_MS: '1500',
-  };
+  const env = workerEnv(audioDir);
   const { raw, headers } = signed(
     sampleDelivery('audio.ready', {
       id: 'thrice',
