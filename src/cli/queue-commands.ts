@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import { jobItemId, type DeliveryJobData, type DeliveryQueue } from '../queue/delivery-queue.js';
 import { OperationalError } from './cli-errors.js';
-import type { ForwardQueue } from '../queue/forward-queue.js';
+import type { ForwardJobData, ForwardQueue } from '../queue/forward-queue.js';
 import { printRows, type Output, type Row } from './print.js';
 import { counted } from '../util/counted.js';
 import type { RecordedFailure } from '../records/failure-log.js';
@@ -113,7 +113,7 @@ export async function retryFailed(
     const { latest, superseded } = await failedByItem(deliveries);
     // The earlier failed jobs of an item hold the delivery its latest one runs again.
     for (const job of superseded) await job.remove();
-    for (const job of latest) await job.retry('failed', FRESH_ATTEMPTS);
+    for (const job of latest) await retryAfresh(job);
     const count = latest.length + (await retryAll(forwards));
     output.out(`${counted(count, 'failed job')} put back on the queue\n`);
     return 0;
@@ -122,12 +122,24 @@ export async function retryFailed(
   if (job === undefined) throw new OperationalError(`no job ${jobId}`);
   if (!(await job.isFailed()))
     throw new OperationalError(`job ${jobId} is ${await job.getState()}, not failed`);
-  await job.retry('failed', FRESH_ATTEMPTS);
+  await retryAfresh(job);
   output.out(`job ${jobId} put back on the queue\n`);
   return 0;
 }
 
 const FRESH_ATTEMPTS = { resetAttemptsMade: true, resetAttemptsStarted: true } as const;
+
+/**
+ * A failed job back on the queue with fresh attempts, and a forward's state per destination
+ * cleared: one that failed for its stalls still names those given up, and each is tried again.
+ * (BullMQ keeps a job's count of stalls, `stc`, through a retry, and offers no call to reset it.)
+ */
+async function retryAfresh(job: Job): Promise<void> {
+  const { refused, tries, due, heldSince, ...rest } = job.data as Partial<ForwardJobData>;
+  if (refused ?? tries ?? due ?? heldSince) await job.updateData(rest);
+  await job.retry('failed', FRESH_ATTEMPTS);
+}
+
 /** Failed jobs read per round trip by `retry --all`: a page, not the whole failed set. */
 const RETRY_PAGE = 100;
 
@@ -137,7 +149,7 @@ async function retryAll(queue: ForwardQueue): Promise<number> {
     // Each retried job leaves the failed set: the first page is always the next one.
     const page: Job[] = await queue.getFailed(0, RETRY_PAGE - 1);
     if (page.length === 0) return count;
-    for (const job of page) await job.retry('failed', FRESH_ATTEMPTS);
+    for (const job of page) await retryAfresh(job);
     count += page.length;
   }
 }

@@ -4,6 +4,7 @@ import type { ResolvedDestination } from '../config/resolve-destinations.js';
 import type { SlidingWindowLimiter } from '../redis/sliding-window-limiter.js';
 import type { DestinationBoard } from './destination-board.js';
 import type { DestinationControl } from './destination-control.js';
+import { DeadlineError } from '../util/deadline.js';
 import { PermanentForwardError, type Outgoing, type Sender } from './sender.js';
 
 /** How one attempt at one destination ended. */
@@ -76,11 +77,12 @@ export async function attemptDestination(
     if (decision === 'probe' || (seen?.fails ?? 0) > 0) await succeeded(name, deps);
     return { kind: 'sent' };
   } catch (caught: unknown) {
-    timer();
     const error = caught instanceof Error ? caught : new Error(String(caught));
+    // Slow, not failed: the forward job waits for it with the destination's whole timeout (and
+    // sends it again, if this one arrived after all). Not a send time: none was measured.
+    if (cutShort && signal.aborted && abortedBy(error, signal)) return { kind: 'deferred', ms: 0 };
+    timer();
     if (error instanceof PermanentForwardError) return refused(error);
-    // Slow, not failed: the forward job waits for it with the destination's whole timeout.
-    if (cutShort && signal.aborted) return { kind: 'deferred', ms: 0 };
     await failed(name, error, window, deps);
     // A failed probe is the destination's failure, not the message's: it is held again.
     return decision === 'probe' ? { kind: 'held' } : { kind: 'failed', error };
@@ -90,6 +92,15 @@ export async function attemptDestination(
 }
 
 const refused = (error: Error): Outcome => ({ kind: 'refused', error });
+
+/** The send failed because `signal` ended it (not with an answer that came as late). */
+function abortedBy(error: unknown, signal: AbortSignal): boolean {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    if (cause === signal.reason || cause instanceof DeadlineError) return true;
+    if (cause.name === 'AbortError' || cause.name === 'TimeoutError') return true;
+  }
+  return false;
+}
 const spread = (window: { readonly windowMs: number }) =>
   Math.floor(Math.random() * window.windowMs);
 

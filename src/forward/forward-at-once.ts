@@ -3,7 +3,12 @@ import { forwardJobId, type ForwardJobData, type ForwardQueue } from '../queue/f
 import { attemptDestination } from './attempt-destination.js';
 import type { ForwardMessage } from './forward-message.js';
 import { messageId } from './message-id.js';
-import { logFailures, pendingData, settleAttempts, type SendForwardDeps } from './send-forward.js';
+import {
+  logFailures,
+  pendingData,
+  settleAttempts,
+  type SendForwardDeps,
+} from './settle-attempts.js';
 
 /**
  * How long the delivery job waits for a destination's answer (when its timeout is longer): one
@@ -48,23 +53,17 @@ export async function forwardAtOnce(
       attemptDestination(name, deliveryJobId, { id, body: message.body }, deps, AT_ONCE_MS),
     ),
   );
-  const settled = settleAttempts(tried, outcomes, {}, deps);
   const untried = wanting.map((d) => d.name).filter((name) => !tried.includes(name));
-  const waiting = [...untried, ...settled.waiting];
-  if (waiting.length === 0 && Object.keys(settled.givenUp).length === 0) return;
-  logFailures(tried, outcomes, { jobId: deliveryJobId, event: message.type, messageId: id }, deps);
-  const data: ForwardJobData = pendingData(
-    { messageId: id, body: message.body },
-    {
-      ...settled,
-      waiting,
-    },
-  );
-  // Due at once when some were not tried; nothing waiting (all given up): it fails at once,
-  // listed by `failures`.
-  const dueAt = untried.length > 0 || settled.waiting.length === 0 ? now : settled.dueAt;
+  const settled = settleAttempts(tried, outcomes, {}, deps, untried);
+  if (settled.waiting.length === 0 && Object.keys(settled.givenUp).length === 0) return;
+  const jobId = forwardJobId(deliveryJobId);
+  logFailures(tried, outcomes, { jobId, event: message.type, messageId: id }, deps);
+  const data: ForwardJobData = pendingData({ messageId: id, body: message.body }, settled);
+  // Due when its first destination is (at once for one not tried); nothing waiting (all given
+  // up): it runs at once and fails, listed by `failures`.
+  const dueAt = settled.waiting.length === 0 ? now : settled.dueAt;
   await queue.add(message.type, data, {
-    jobId: forwardJobId(deliveryJobId),
+    jobId,
     delay: Math.max(0, dueAt - Date.now()),
   });
 }

@@ -31,26 +31,38 @@ let dialling: Set<Socket> | undefined;
 interface TransportClass {
   prototype: { connect: (this: unknown, server: unknown, options: object) => Promise<void> };
 }
-const { NodeTransport } = createRequire(__filename)('nats/lib/src/node_transport.js') as {
-  NodeTransport: TransportClass;
-};
-const connectTransport = NodeTransport.prototype.connect;
-NodeTransport.prototype.connect = function (server, options) {
-  const sockets: unknown = (options as Record<string, unknown>)[SOCKETS];
-  dialling = sockets instanceof Set ? (sockets as Set<Socket>) : undefined;
-  try {
-    return connectTransport.call(this, server, options);
-  } finally {
-    dialling = undefined;
-  }
-};
+/** Marks the transport's `connect` as ours: a second copy of this module wraps it only once. */
+const WRAPPED = Symbol.for('audio-webhooks.nats-dialling');
+
+/**
+ * Wraps the client's transport once, when the first NATS sender is made (a worker without a
+ * NATS destination never touches the client's internals).
+ */
+function watchDials(): void {
+  const { NodeTransport } = createRequire(__filename)('nats/lib/src/node_transport.js') as {
+    NodeTransport: TransportClass;
+  };
+  const proto = NodeTransport.prototype as TransportClass['prototype'] & { [WRAPPED]?: true };
+  if (proto[WRAPPED] === true) return;
+  const connectTransport = proto.connect;
+  proto.connect = function (server, options) {
+    const sockets: unknown = (options as Record<string, unknown>)[SOCKETS];
+    dialling = sockets instanceof Set ? (sockets as Set<Socket>) : undefined;
+    try {
+      return connectTransport.call(this, server, options);
+    } finally {
+      dialling = undefined;
+    }
+  };
+  proto[WRAPPED] = true;
+}
 subscribe('net.client.socket', (message) => {
   const sockets = dialling;
   const { socket } = message as { socket?: unknown };
   if (sockets === undefined || !(socket instanceof Socket)) return;
   // The client holds one socket at a time and dials again only once it gave up the last one
   // (closed on a disconnect, or left open after a dial that timed out).
-  for (const previous of sockets) previous.destroy();
+  for (const previous of sockets) if (previous !== socket) previous.destroy();
   sockets.clear();
   sockets.add(socket);
 });
@@ -91,6 +103,7 @@ interface Live {
  * team's: a subject no stream takes is an error.
  */
 export function createNatsSender(url: URL, subject: string, timeoutMs: number): Sender {
+  watchDials();
   const options: ConnectionOptions = {
     servers: `${url.hostname}:${url.port || '4222'}`,
     name: 'audio-webhooks',
@@ -150,7 +163,7 @@ export function createNatsSender(url: URL, subject: string, timeoutMs: number): 
       if (!connected()) throw new ForwardError('disconnected; the client is reconnecting');
       const h = headers();
       h.set('Content-Type', 'application/json');
-      await nc
+      const stored = nc
         .jetstream()
         .publish(subject, body, { msgID: id, headers: h, timeout: timeoutMs })
         .catch((error: unknown) => {
@@ -175,6 +188,8 @@ export function createNatsSender(url: URL, subject: string, timeoutMs: number): 
             { cause: error },
           );
         });
+      // The send's own deadline too (a delivery job waits a second at the most, not timeoutMs).
+      await withDeadline(stored, signal, 'waiting for the PubAck');
     },
     async close() {
       closed = true;

@@ -78,10 +78,10 @@ export function startJobWorker<Data>(
     concurrency: options.concurrency,
     lockDuration: options.lockMs,
     stalledInterval: options.lockMs,
-    // A stall (the worker killed, Redis gone past the lock) counts as much as a failed attempt:
-    // a job fails for its stalls only after as many as it may have attempts. BullMQ's default,
-    // 1, failed a forward after two stalls that faults beside it caused (docs/reliability.md).
-    // A job that kills every worker that runs it is failed after `attempts` of them.
+    // Stalls (the worker killed, Redis gone past the lock) have a budget of their own, as large
+    // as the job's attempts: BullMQ fails a job at its stall number `attempts + 1`. Its default
+    // (1) failed a forward after two stalls that faults beside it caused (docs/reliability.md);
+    // a job that kills every worker that runs it still fails, after `attempts + 1` of them.
     maxStalledCount: options.policy.attempts,
     removeOnComplete: KEEP[options.queue].completed,
     removeOnFail: KEEP[options.queue].failed,

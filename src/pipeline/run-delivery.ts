@@ -49,9 +49,10 @@ export async function runDelivery(
     firstRun: job.attemptsStarted <= 1 && job.data.replay === undefined,
     replay: job.data.replay !== undefined,
   };
-  // Archived while it is handled, not before: the archive never delays a delivery's handling.
-  // A failed archive write fails the job after its handling (which a retry finds done: the audio
-  // stored) and before forwarding, which a destination cannot take back: the retry forwards.
+  // Archived while it is handled, not before: the archive never delays a delivery. The job ends
+  // only once its archive write has ended; one that failed fails the job after its handling and
+  // forwarding, and the retry finds both done: the audio stored, and `forwarded` set, so that a
+  // destination is not sent the message again for the archive's sake.
   // Its failure is kept as a value: a rejection with no handler yet would end the process.
   const archived = steps.archive?.(taken).then(
     () => undefined,
@@ -60,21 +61,28 @@ export async function runDelivery(
   let handled: Handled;
   try {
     handled = await steps.handle(taken);
+    // A worker killed before the message is sent or queued leaves the job to run again, which
+    // finds the audio stored (no download) and forwards then.
+    if (job.data.forwarded !== true) {
+      await steps.forward?.(
+        taken.jobId,
+        forwardMessage(delivery, job.data.body, new Date(), handled.stored),
+      );
+    }
   } catch (error: unknown) {
     // The handling's failure is the one to report; the archive's is retried with it.
     await archived;
     throw error;
   }
   const notArchived = await archived;
-  if (notArchived !== undefined) throw notArchived;
-  // A worker killed before the message is sent or queued leaves the job to run again, which
-  // finds the audio stored (no download) and forwards then.
-  await steps.forward?.(
-    taken.jobId,
-    forwardMessage(delivery, job.data.body, new Date(), handled.stored),
-  );
-  // Last: the completed job keeps a record, not the payload (the archive and the forward job
-  // hold it). A 1.5 MB body left 22.6 MB in Redis when completed jobs kept it.
+  if (notArchived !== undefined) {
+    if (steps.forward !== undefined && job.data.forwarded !== true) {
+      await job.updateData({ ...job.data, forwarded: true });
+    }
+    throw notArchived;
+  }
+  // Last: the completed job keeps a record, not the payload (the archive holds it, and the
+  // forward job when there is one). A 1.5 MB body left 22.6 MB in Redis when completed jobs kept it.
   if (payloadTooBigToKeep(job.data.body)) await job.updateData(handledData(job.data, delivery));
   return handled.result;
 }

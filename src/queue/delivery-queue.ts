@@ -30,6 +30,11 @@ export interface DeliveryJobData {
    * marked it completed) has nothing left to do.
    */
   readonly handled?: HandledRecord;
+  /**
+   * Set when a run forwarded the message and then failed for its archive write alone: the runs
+   * after it do not forward it again (run-delivery.ts).
+   */
+  readonly forwarded?: true;
   /** Set on a job `replay` made (archive/replay.ts): never archived again. */
   readonly replay?: {
     /** The job that first handled the delivery. */

@@ -1,13 +1,16 @@
 import { Queue, type ConnectionOptions } from 'bullmq';
 
-/** Forwarding's own queue: one job per handled delivery, for every destination. */
+/**
+ * Forwarding's own queue: one job per handled delivery whose message a destination did not take
+ * at once (forward-at-once.ts), for every such destination.
+ */
 export const FORWARD_QUEUE = 'forwards';
 
 export interface ForwardJobData {
   /**
-   * The destinations still to send to, by name without credentials (config/destinations.ts): every
-   * destination at first; after an attempt, those that did not take the message. A retry sends
-   * to these only.
+   * The destinations still to send to, by name without credentials (config/destinations.ts):
+   * those that did not take the message from the delivery job, then after each attempt those that
+   * did not take it then. A retry sends to these only.
    */
   readonly destinations: readonly string[];
   /** Why each of `destinations` did not take it on the last attempt, by name. */
@@ -22,6 +25,11 @@ export interface ForwardJobData {
   readonly tries?: Readonly<Record<string, number>>;
   /** Once failed for good: the attempts each destination had made (`failures` shows them). */
   readonly attempted?: Readonly<Record<string, number>>;
+  /**
+   * When each of `destinations` that failed or was deferred may be tried again (ms since the
+   * epoch), by name: the job may run sooner for another (none: whenever the job runs).
+   */
+  readonly due?: Readonly<Record<string, number>>;
   /** When the message was first held for a paused destination (ms since the epoch), by name. */
   readonly heldSince?: Readonly<Record<string, number>>;
   /** The id every destination carries, for consumers to dedupe on (message-id.ts). */

@@ -92,7 +92,9 @@ export async function startTestPipeline(
     async cli(...args) {
       let stdout = '';
       let stderr = '';
+      // The workers' settings too: `forward` commands name their destinations.
       const cliEnv = {
+        ...workerEnv,
         WEBHOOK_SECRETS: TEST_SECRET,
         REDIS_URL: receiver.config.redisUrl,
         QUEUE_PREFIX: receiver.config.queuePrefix,

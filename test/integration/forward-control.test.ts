@@ -217,6 +217,37 @@ describe('Retry-After', () => {
   );
 });
 
+describe('backoff per destination', () => {
+  it('a destination that failed waits its own backoff, though a paused one makes the job run at once', async () => {
+    const secret = forwardSecret();
+    const failing = await endpointWith(secret);
+    failing.failing = true;
+    const held = await endpointWith(secret);
+    const pipeline = await startTestPipeline({}, undefined, {
+      FORWARD_SECRET: secret,
+      FORWARD_CONFIG: configFile([
+        { url: failing.url, name: 'failing' },
+        { url: held.url, name: 'held' },
+      ]),
+      FORWARD_BACKOFF_MS: '2000',
+    });
+    cleanups.push(async () => {
+      await pipeline.close();
+      await deleteKeys(redis, `${pipeline.receiver.config.queuePrefix}:*`);
+    });
+    expect((await pipeline.cli('forward', 'pause', 'held')).code).toBe(0);
+    // The worker reads it within a tick (TICK_MS): no event tells this process when it did.
+    await new Promise((resolve) => setTimeout(resolve, 1.5 * TICK_MS));
+    await pipeline.post(sampleDelivery('key.revoked')).expect(202);
+    // The delivery job's send fails; `held` was not tried, so its forward job is due at once.
+    await eventually(async () => Promise.resolve(failing.arrivals.length >= 2 ? true : undefined));
+    const [first, second] = failing.arrivals;
+    // Equal jitter: the first retry comes after half of FORWARD_BACKOFF_MS at the least.
+    expect((second ?? 0) - (first ?? 0)).toBeGreaterThanOrEqual(1000);
+    expect(held.requests).toBe(0);
+  }, 30_000);
+});
+
 describe('per destination, across two worker processes', () => {
   it('a rate of 20/s shared by two workers: over 30 s no second holds more than 20 sends', async () => {
     const secret = forwardSecret();

@@ -19,6 +19,7 @@ import { request } from 'undici';
 import { createArchive, hourFolder } from '../../src/archive/archive';
 import { createLocalArchiveArea } from '../../src/storage/local-archive-area';
 import { archivedEntries } from '../helpers/archive-entries';
+import { forwardSecret, startHttpEndpoint } from '../helpers/forward-destinations';
 import { freePort } from '../helpers/private-redis';
 import { hookCalls, recordingHooksBuild, runCliProcess } from '../helpers/replay-app';
 import {
@@ -289,14 +290,22 @@ it('ARCHIVE_RETENTION_HOURS=0 archives nothing, and replay --id says so (exit 1)
   );
 });
 
-it('an archive that cannot be written is logged and counted in /metrics, and the jobs are retried until their deliveries are archived (the soak found them completed and missing)', async () => {
-  const app = newApp({ DOWNLOAD_BACKOFF_MS: '200' });
+it('an archive that cannot be written is logged and counted in /metrics, and the jobs are retried until their deliveries are archived (the soak found them completed and missing), each forwarded at once and once only', async () => {
+  const secret = forwardSecret();
+  const endpoint = await startHttpEndpoint(secret);
+  const app = newApp({
+    DOWNLOAD_BACKOFF_MS: '200',
+    FORWARD_URLS: endpoint.url,
+    FORWARD_SECRET: secret,
+  });
   // A file where the archive's folder should be: every archive write fails (ENOTDIR).
   mkdirSync(app.audioDir, { recursive: true });
   writeFileSync(join(app.audioDir, '.archive'), 'in the way');
   const running = await start(app);
   const ids = ['x', 'y', 'z'].map((name) => `${name}-${randomUUID().slice(0, 8)}`);
   await deliverFailures(ids);
+  // Handled, so forwarded, though not archived: the message does not wait for the archive.
+  await endpoint.inbox.atLeast(ids.length);
   await running.service.until(
     () =>
       running.service.logs.filter((line) => String(line.msg).startsWith('archive write failed'))
@@ -306,6 +315,9 @@ it('an archive that cannot be written is logged and counted in /metrics, and the
   expect(metrics).toMatch(/webhook_archive_writes_total\{result="failed"\} ([6-9]|\d\d)/);
   expect(metrics).toContain('webhook_archive_writes_total{result="archived"} 0');
   expect(metrics).toMatch(/webhook_queue_jobs\{state="completed"\} 0/);
+  // The runs after the first, for the archive alone, sent nothing.
+  const forwarded = ids.map((id) => `audio.failed:${id}`).sort();
+  expect([...endpoint.inbox.ids()].sort()).toEqual(forwarded);
   // The disk is fixed: each delivery is archived (once read, however often written).
   unlinkSync(join(app.audioDir, '.archive'));
   await eventually(async () => {
@@ -314,6 +326,8 @@ it('an archive that cannot be written is logged and counted in /metrics, and the
   });
   const archivedIds = archived(app).map((entry) => entry.id);
   expect(new Set(archivedIds)).toEqual(new Set(ids));
+  expect([...endpoint.inbox.ids()].sort()).toEqual(forwarded);
+  await endpoint.close();
 });
 
 /** POSTs signed audio.failed deliveries straight to the service, a few at a time. */
