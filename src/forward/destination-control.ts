@@ -42,6 +42,8 @@ export interface DestinationControl {
   succeeded(name: string): Promise<boolean>;
   /** The job no longer waits for the destination (sent, given up, gone): out of its held set. */
   release(name: string, jobId: string): Promise<void>;
+  /** Puts a job back in the held set (a promotion that found it running: it may be held again). */
+  rehold(name: string, jobId: string): Promise<void>;
   /** `forward pause`: true when this changed it. */
   pause(name: string): Promise<boolean>;
   /** `forward resume`: true when this changed it. */
@@ -89,6 +91,10 @@ export function destinationControl(
     async release(name, jobId) {
       const [, held] = keys(name);
       await redis.zrem(held, jobId);
+    },
+    async rehold(name, jobId) {
+      const [, held] = keys(name);
+      await redis.zadd(held, 'NX', Date.now(), jobId);
     },
     pause: (name) => changed(PAUSE, name),
     resume: (name) => changed(RESUME, name),
