@@ -27,8 +27,10 @@ export async function sendForward(
   const { destinations, messageId, body } = job.data;
   const now = Date.now();
   const pending = destinations.filter((name) => !(name in (job.data.refused ?? {})));
-  // One that failed is tried after its own backoff, not whenever another wakes the job.
-  const tried = pending.filter((name) => (job.data.due?.[name] ?? 0) <= now);
+  // One that failed is tried after its own backoff, not whenever another wakes the job; a job
+  // woken before any is due (promoted by hand, from a dashboard) tries them all.
+  const due = pending.filter((name) => (job.data.due?.[name] ?? 0) <= now);
+  const tried = due.length > 0 ? due : pending;
   const resting = pending.filter((name) => !tried.includes(name));
   const outcomes = await Promise.all(
     tried.map((name) => attemptDestination(name, job.id ?? '', { id: messageId, body }, deps)),
