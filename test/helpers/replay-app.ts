@@ -50,9 +50,15 @@ exports.hooks = {
   return { main: join(dir, 'dist', 'main.js'), dir };
 }
 
+/**
+ * The hook calls logged so far. Read while workers append: only whole lines (each ends with its
+ * newline); a read can catch the last one half written (a fresh-clone CI run did).
+ */
 export function hookCalls(file: string): HookCall[] {
   if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
+  const text = readFileSync(file, 'utf8');
+  return text
+    .slice(0, text.lastIndexOf('\n') + 1)
     .split('\n')
     .filter((line) => line !== '')
     .map((line) => JSON.parse(line) as HookCall);
