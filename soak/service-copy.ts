@@ -1,34 +1,5 @@
-import { cpSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-
-/**
- * The service as a fork runs it: the built `dist/` (npm run soak builds it first) copied into
- * the run's folder with a `dist/custom/events.js` of its own, the repository's `node_modules`
- * linked beside it. The custom event, `voice.converted`, downloads its audio like audio.ready
- * (the framework's guarded download into the store), as src/examples/events.ts shows a fork how.
- * The checkout's own dist/ is never written to.
- */
-export const CUSTOM_EVENTS_JS = `'use strict';
-// Written by soak/service-copy.ts: the soak's fork event (see src/examples/events.ts).
-const { z } = require('zod');
-const { defineEvent } = require('../index.js');
-exports.events = [
-  defineEvent({
-    name: 'voice.converted',
-    data: z.looseObject({
-      id: z.string().min(1),
-      audio_url: z.url({ protocol: /^https$/ }),
-      voice: z.string().min(1),
-    }),
-    async handle(event, { downloadAudio }) {
-      await downloadAudio(event.data.audio_url, {
-        id: event.data.id,
-        details: { voice: event.data.voice },
-      });
-    },
-  }),
-];
-`;
 
 /** The repository's root, from soak/ or from dist-bench/soak/. */
 export function repositoryRoot(from = __dirname): string {
@@ -37,7 +8,13 @@ export function repositoryRoot(from = __dirname): string {
   return dir;
 }
 
-/** Makes `<dir>` a runnable copy; returns the path of its `dist/main.js`. */
+/**
+ * Makes `<dir>` a runnable copy of the service as a fork runs it; returns the path of its
+ * `dist/main.js`. The built `dist/` (npm run soak builds it first) is copied with the example's
+ * custom event, `voice.converted`, as `dist/custom/events.js`: it downloads its audio like
+ * audio.ready. The repository's `node_modules` is linked beside it; the checkout's own dist/ is
+ * never written to.
+ */
 export function copyService(dir: string): string {
   const root = repositoryRoot();
   const main = join(root, 'dist', 'main.js');
@@ -47,6 +24,7 @@ export function copyService(dir: string): string {
   cpSync(join(root, 'package.json'), join(dir, 'package.json'));
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
   mkdirSync(join(dir, 'dist', 'custom'), { recursive: true });
-  writeFileSync(join(dir, 'dist', 'custom', 'events.js'), CUSTOM_EVENTS_JS);
+  // What the README tells a fork to do: src/examples/events.ts copied to src/custom/events.ts.
+  cpSync(join(dir, 'dist', 'examples', 'events.js'), join(dir, 'dist', 'custom', 'events.js'));
   return join(dir, 'dist', 'main.js');
 }
