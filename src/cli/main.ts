@@ -2,23 +2,11 @@ import { parseArgs } from 'node:util';
 import type { RedisConnection } from '../redis/connections.js';
 import { ConfigError, loadConfig, type Config } from '../config/config.js';
 import { createDeliveryQueue } from '../queue/delivery-queue.js';
-import {
-  createCliRedis,
-  dropConnection,
-  redisTarget,
-  RedisUnreachableError,
-} from '../redis/connections.js';
-import { createFailureLog } from '../records/failure-log.js';
+import { RedisUnreachableError } from '../redis/connections.js';
 import { createRevocationRegistry } from '../records/revocation-registry.js';
-import { messageOf, MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
+import { MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
-import {
-  audioFailedRow,
-  FORWARD_COLUMNS,
-  failedForwards,
-  listFailed,
-  retryFailed,
-} from './queue-commands.js';
+import { listFailed, listFailures, retryFailed } from './queue-commands.js';
 import { createForwardQueue } from '../queue/forward-queue.js';
 import { runTts, runVoices } from './provider-commands.js';
 import { runSandbox, SANDBOX_FLAGS } from './sandbox-command.js';
@@ -28,8 +16,8 @@ import { ReplayStalledError } from '../archive/replay.js';
 import { DeadlineError } from '../util/deadline.js';
 import { StorageError } from '../storage/storage-errors.js';
 import { COMMANDS, commandUsage, USAGE } from './usage.js';
-import { runTestFilter } from './test-filter-command.js';
-import { forwardControlCommand } from './forward-control-command.js';
+import { runForward } from './forward-command.js';
+import { withRedis } from './with-redis.js';
 
 const OPTIONS = {
   json: { type: 'boolean' },
@@ -209,37 +197,6 @@ export async function runCli(
   }
 }
 
-/** `forward <sub>`: test-filter reads the archive; status, pause and resume the destinations' state. */
-async function runForward(
-  [sub, ...args]: readonly string[],
-  flags: {
-    json: boolean;
-    since: string | undefined;
-    until: string | undefined;
-    event: string | undefined;
-  },
-  config: Config,
-  output: Output,
-  errors: Output,
-): Promise<number> {
-  if (sub === 'test-filter') {
-    if (args.length !== 1 || args[0] === undefined)
-      throw new UsageError("forward test-filter takes one filter, as JSON in '…'");
-    return await runTestFilter({ ...flags, filter: args[0] }, config, output, errors);
-  }
-  if ([flags.since, flags.until, flags.event].some((flag) => flag !== undefined))
-    throw new UsageError('--since, --until and --event go with forward test-filter');
-  if (sub === 'status' || sub === 'pause' || sub === 'resume') {
-    if (args.length > 1) throw new UsageError(`forward ${sub}: too many arguments`);
-    return await withRedis(config, (redis) =>
-      forwardControlCommand(sub, args[0], flags.json, config, redis, output),
-    );
-  }
-  throw new UsageError(
-    `forward takes status, pause, resume or test-filter${sub === undefined ? '' : `, not ${sub}`}`,
-  );
-}
-
 /** node:util parseArgs rejects unknown options with ERR_PARSE_ARGS_* codes. */
 function isParseArgsError(error: unknown): error is Error {
   const code = (error as { code?: unknown } | null)?.code;
@@ -263,49 +220,11 @@ async function runRedisCommand(
   const queue = createDeliveryQueue({ connection: redis, prefix });
   const forwards = createForwardQueue(redis, prefix);
   try {
-    if (command === 'failures') {
-      const failures = (await createFailureLog(redis, prefix).list()).map(audioFailedRow);
-      const forwardRows = await failedForwards(forwards);
-      if (json) printRows(output, [...failures, ...forwardRows], [], true);
-      else {
-        output.out('audio.failed deliveries recorded (the provider could not make the audio):\n');
-        printRows(output, failures, ['id', 'received_at', 'payload'], false);
-        if (forwardRows.length > 0) {
-          output.out(
-            `\nforwards past FORWARD_ATTEMPTS (audio-webhooks retry <id> sends one again):\n`,
-          );
-          printRows(output, forwardRows, FORWARD_COLUMNS, false);
-        }
-      }
-      return 0;
-    }
+    if (command === 'failures') return await listFailures(redis, prefix, forwards, json, output);
     return command === 'failed'
       ? await listFailed(queue, json, output)
       : await retryFailed([queue, forwards], jobId, output);
   } finally {
     await Promise.all([queue.close(), forwards.close()]);
-  }
-}
-
-/** One connection that gives up at once: an unreachable Redis is one clear line, not a hang. */
-async function withRedis<T>(
-  config: Config,
-  work: (redis: RedisConnection) => Promise<T>,
-): Promise<T> {
-  const redis = createCliRedis(config);
-  // ioredis reports the cause (ECONNREFUSED, ENOTFOUND) as an event, then rejects vaguely.
-  let cause: unknown;
-  redis.on('error', (error: unknown) => (cause ??= error));
-  try {
-    await redis.connect();
-  } catch (error: unknown) {
-    dropConnection(redis);
-    const reason = messageOf(cause ?? error);
-    throw new OperationalError(`cannot reach Redis at ${redisTarget(config)}: ${reason}`);
-  }
-  try {
-    return await work(redis);
-  } finally {
-    await redis.quit().catch(() => undefined);
   }
 }

@@ -4,7 +4,8 @@ import { OperationalError } from './cli-errors.js';
 import type { ForwardJobData, ForwardQueue } from '../queue/forward-queue.js';
 import { printRows, type Output, type Row } from './print.js';
 import { counted } from '../util/counted.js';
-import type { RecordedFailure } from '../records/failure-log.js';
+import { createFailureLog, type RecordedFailure } from '../records/failure-log.js';
+import type { RedisConnection } from '../redis/connections.js';
 import { jsonMember } from '../webhooks/json-member.js';
 
 function failedRow(job: Job<DeliveryJobData>) {
@@ -56,14 +57,14 @@ async function failedByItem(
 }
 
 /** The columns of `failures`' table of forwards. */
-export const FORWARD_COLUMNS = ['id', 'destination', 'message_id', 'reason', 'attempts'];
+const FORWARD_COLUMNS = ['id', 'destination', 'message_id', 'reason', 'attempts'];
 
 /**
  * A recorded `audio.failed` as a row of `failures`, in the shape of a forward's row: `kind`,
  * `id` (here data.id, as `failures` has always shown it), `event`, `data_id` and `at` (when it
  * was received) in both, then what is its own (`payload`, the delivery's data).
  */
-export function audioFailedRow(failure: RecordedFailure): Row {
+function audioFailedRow(failure: RecordedFailure): Row {
   return {
     kind: 'audio.failed',
     id: failure.id,
@@ -79,7 +80,7 @@ export function audioFailedRow(failure: RecordedFailure): Row {
  * Forwards past FORWARD_ATTEMPTS, newest first, one row per destination that did not take the
  * message, in the shape of `failed`'s rows (`retry <id>` sends to those destinations again).
  */
-export async function failedForwards(queue: ForwardQueue): Promise<Row[]> {
+async function failedForwards(queue: ForwardQueue): Promise<Row[]> {
   const jobs = await queue.getFailed(0, -1);
   return jobs.flatMap((job) =>
     job.data.destinations.map((destination) => ({
@@ -96,6 +97,29 @@ export async function failedForwards(queue: ForwardQueue): Promise<Row[]> {
       failed_at: job.finishedOn === undefined ? null : new Date(job.finishedOn).toISOString(),
     })),
   );
+}
+
+/** `failures`: the recorded `audio.failed` deliveries, then the forwards past their attempts. */
+export async function listFailures(
+  redis: RedisConnection,
+  prefix: string,
+  forwards: ForwardQueue,
+  json: boolean,
+  output: Output,
+): Promise<number> {
+  const failures = (await createFailureLog(redis, prefix).list()).map(audioFailedRow);
+  const forwardRows = await failedForwards(forwards);
+  if (json) {
+    printRows(output, [...failures, ...forwardRows], [], true);
+    return 0;
+  }
+  output.out('audio.failed deliveries recorded (the provider could not make the audio):\n');
+  printRows(output, failures, ['id', 'received_at', 'payload'], false);
+  if (forwardRows.length > 0) {
+    output.out(`\nforwards past FORWARD_ATTEMPTS (audio-webhooks retry <id> sends one again):\n`);
+    printRows(output, forwardRows, FORWARD_COLUMNS, false);
+  }
+  return 0;
 }
 
 /**

@@ -1,0 +1,31 @@
+import type { Config } from '../config/config.js';
+import {
+  createCliRedis,
+  dropConnection,
+  redisTarget,
+  type RedisConnection,
+} from '../redis/connections.js';
+import { messageOf, OperationalError } from './cli-errors.js';
+
+/** One connection that gives up at once: an unreachable Redis is one clear line, not a hang. */
+export async function withRedis<T>(
+  config: Config,
+  work: (redis: RedisConnection) => Promise<T>,
+): Promise<T> {
+  const redis = createCliRedis(config);
+  // ioredis reports the cause (ECONNREFUSED, ENOTFOUND) as an event, then rejects vaguely.
+  let cause: unknown;
+  redis.on('error', (error: unknown) => (cause ??= error));
+  try {
+    await redis.connect();
+  } catch (error: unknown) {
+    dropConnection(redis);
+    const reason = messageOf(cause ?? error);
+    throw new OperationalError(`cannot reach Redis at ${redisTarget(config)}: ${reason}`);
+  }
+  try {
+    return await work(redis);
+  } finally {
+    await redis.quit().catch(() => undefined);
+  }
+}
