@@ -4,7 +4,7 @@ import type { ResolvedDestination } from '../config/resolve-destinations.js';
 import type { SlidingWindowLimiter } from '../redis/sliding-window-limiter.js';
 import type { DestinationBoard } from './destination-board.js';
 import type { DestinationControl } from './destination-control.js';
-import { DeadlineError } from '../util/deadline.js';
+import { DeadlineError, timeoutSignal } from '../util/deadline.js';
 import { PermanentForwardError, type Outgoing, type Sender } from './sender.js';
 
 /** How one attempt at one destination ended. */
@@ -70,7 +70,7 @@ export async function attemptDestination(
   const timer = deps.latency.startTimer({ destination: name });
   // One timer per send: `within` when it is the shorter, which then only defers the message.
   const cutShort = within < destination.timeoutMs;
-  const signal = AbortSignal.timeout(cutShort ? within : destination.timeoutMs);
+  const { signal, clear } = timeoutSignal(cutShort ? within : destination.timeoutMs);
   try {
     await sender.send(message, signal);
     timer();
@@ -87,6 +87,7 @@ export async function attemptDestination(
     // A failed probe is the destination's failure, not the message's: it is held again.
     return decision === 'probe' ? { kind: 'held' } : { kind: 'failed', error };
   } finally {
+    clear();
     if (entry !== undefined) await deps.limiter.settle(window, entry).catch(() => undefined);
   }
 }

@@ -42,3 +42,32 @@ export function withDeadline<T>(
     });
   });
 }
+
+/** A signal that aborts after a time, and the call that ends its timer. */
+export interface TimeoutSignal {
+  readonly signal: AbortSignal;
+  /** Ends the timer; the signal then never aborts. Call it once the work it bounds has ended. */
+  readonly clear: () => void;
+}
+
+/**
+ * AbortSignal.timeout(ms) with a timer that ends with the work: AbortSignal.timeout's fires
+ * whenever its span ends, long after the work, and builds a DOMException with a stack each
+ * time. Per forward send (three destinations, a 1 s span) that was 10,800 late timers per
+ * 3,600 items, 0.08 ms of the worker's main thread per item. Its reason is the same
+ * `TimeoutError` DOMException, so what reads a timeout from the signal reads this one too.
+ */
+export function timeoutSignal(ms: number): TimeoutSignal {
+  const controller = new AbortController();
+  const timer = setTimeout(() => {
+    controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+  }, ms);
+  // As AbortSignal.timeout's: a pending bound never keeps the process alive.
+  timer.unref();
+  return {
+    signal: controller.signal,
+    clear: () => {
+      clearTimeout(timer);
+    },
+  };
+}

@@ -9,6 +9,7 @@ import type { AudioDetails, AudioMetadata, AudioStore } from '../storage/audio-s
 import { audioExtension, fileStem } from '../storage/file-name.js';
 import { NameCollisionError, StorageError } from '../storage/storage-errors.js';
 import { inSpan } from '../telemetry/tracing.js';
+import { timeoutSignal } from '../util/deadline.js';
 import type { DownloadMetrics } from '../telemetry/worker-metrics.js';
 import type { DeliveryInfo, DownloadAudioOptions } from '../hooks/hook-context.js';
 
@@ -91,7 +92,7 @@ async function download(
   item: { id: string; details: AudioDetails | undefined; delivery: DeliveryInfo },
 ): Promise<AudioMetadata> {
   const url = parseUrl(audioUrl);
-  const signal = AbortSignal.timeout(config.downloadTimeoutMs);
+  const { signal, clear } = timeoutSignal(config.downloadTimeoutMs);
   // The host only: a CDN URL's query may hold a signed token.
   const server = { 'server.address': url.hostname };
   // What came from the CDN, counted whether or not the write then succeeds.
@@ -161,6 +162,7 @@ async function download(
     if (error instanceof StorageError || error instanceof NameCollisionError) throw error;
     throw classifyNetworkError(error, signal);
   } finally {
+    clear();
     metrics?.downloadBytes.inc(fetched?.bytes ?? 0);
   }
 }
