@@ -1,7 +1,7 @@
 import type { ArchiveArea } from '../storage/audio-store.js';
 import { queryRange, type ArchiveQuery } from './archive-query.js';
 import type { Accepted, ArchivedDelivery } from './archived-delivery.js';
-import { BATCH_LINGER_MS } from './batch-writer.js';
+import { BATCH_LINGER_MS, type BatchedLine } from './batch-writer.js';
 import { entryWriter } from './entry-writer.js';
 import { findEntries } from './find-entries.js';
 import { listHours } from './list-hours.js';
@@ -11,6 +11,7 @@ import { sweepArchive } from './sweep-archive.js';
 // What the service's importers (index.ts, cli/, tests) take from here, wherever it is declared.
 export type { ArchiveQuery } from './archive-query.js';
 export type { ArchivedDelivery } from './archived-delivery.js';
+export type { BatchedLine } from './batch-writer.js';
 export { hourFolder } from './hour-folder.js';
 export type { UnreadableEntry } from './parse-entry.js';
 
@@ -32,16 +33,16 @@ export type { UnreadableEntry } from './parse-entry.js';
  *   the file), the largest part of the archive's price in the bench (docs/performance.md).
  *   (segment-appender.ts)
  * - **Batches**, in an area that writes whole objects only (S3; a custom store's): the entries a
- *   writer archives within BATCH_LINGER_MS of each other, as lines of one object of the hour,
- *   written by one PUT, whose name says which of the 256 buckets its lines' ids fall in (a
- *   bitmap, in hex):
+ *   writer archives close together, as lines of one object of the hour, written by one PUT,
+ *   whose name says which of the 256 buckets its lines' ids fall in (a bitmap, in hex):
  *
  *       .archive/2026-11-24/09/~batches/20261125T061502123Z-1a2b3c4d-17.<64 hex>.ndjson
  *
  *   An entry costs a share of one PUT, where an object per entry cost a PUT each: on S3 every
  *   request is paid for twice, in the worker's CPU (the SDK's signing and middleware) and in the
- *   store's (docs/performance.md). The job's own download and store take longer than the linger,
- *   and the write starts with the job, so the wait is hidden. An id is found by listing each
+ *   store's (docs/performance.md). The write starts with the job; its batch is put once one of
+ *   its jobs waits for it (a group commit: while a PUT of the writer's is in flight, the batch
+ *   gathers), at the latest after the linger. An id is found by listing each
  *   hour's batches and reading those whose name holds its bucket. (batch-writer.ts)
  * - **Entry files**, written by versions before the batches (still read): one small JSON file per
  *   delivery, by item: `.archive/2026-11-24/09/<file stem>/20261124T091502123Z_<job id>.json`.
@@ -58,6 +59,11 @@ export interface Archive {
    * Resolves once the entry is written (appended to its segment, or its batch put).
    */
   record(entry: Accepted): Promise<void>;
+  /**
+   * Starts archiving one accepted delivery, and says when the caller waits for it (`written()`):
+   * a batch does not linger for others once one of its lines is waited for (batch-writer.ts).
+   */
+  begin(entry: Accepted): BatchedLine;
   /** The hour folders a query's time range touches, oldest first (`2026-11-24/09/`). */
   hours(query: ArchiveQuery): Promise<string[]>;
   /**
@@ -84,8 +90,10 @@ export interface ArchiveOptions {
 }
 
 export function createArchive(area: ArchiveArea, options: ArchiveOptions = {}): Archive {
+  const begin = entryWriter(area, options.batchLingerMs ?? BATCH_LINGER_MS);
   return {
-    record: entryWriter(area, options.batchLingerMs ?? BATCH_LINGER_MS),
+    record: (entry) => begin(entry).written(),
+    begin,
     hours(query) {
       const { since, until } = queryRange(query);
       return listHours(area, since, until);

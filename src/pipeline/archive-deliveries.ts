@@ -1,7 +1,7 @@
 import { Counter, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import { createArchive } from '../archive/archive.js';
+import { createArchive, type BatchedLine } from '../archive/archive.js';
 import type { Delivery } from '../webhooks/delivery.js';
 import { withDeadline } from '../util/deadline.js';
 import type { AudioStore } from '../storage/audio-store.js';
@@ -23,17 +23,18 @@ export class ArchiveWriteError extends Error {
 
 export interface DeliveryArchiver {
   /**
-   * Archives a job's delivery (a replay's is archived already), within its deadline. A failure
-   * is logged and counted, and rejects: every accepted delivery is archived (CONTRACT), so the
-   * job is retried until it is (the soak found deliveries handled while the store was full,
-   * completed, and missing from the archive for good).
+   * Starts archiving a job's delivery (a replay's is archived already); `written()`, called once
+   * the job waits for it, resolves within its deadline from then. A failure is logged and
+   * counted, and rejects: every accepted delivery is archived (CONTRACT), so the job is retried
+   * until it is (the soak found deliveries handled while the store was full, completed, and
+   * missing from the archive for good).
    */
   record(job: {
     readonly delivery: Delivery;
     readonly jobId: string;
     readonly receivedAt: string;
     readonly replay: boolean;
-  }): Promise<void>;
+  }): BatchedLine;
   /** Stops the sweeps. */
   stop(): void;
 }
@@ -86,23 +87,24 @@ export function startArchiving(
   timer.unref();
 
   return {
-    async record({ delivery, jobId, receivedAt, replay }) {
-      if (replay) return;
-      try {
-        await withDeadline(
-          archive.record({ delivery, jobId, receivedAt }),
-          WRITE_DEADLINE_MS,
-          'the archive write',
-        );
-        writes.inc({ result: 'archived' });
-      } catch (error: unknown) {
-        writes.inc({ result: 'failed' });
-        logger.error(
-          { err: error, jobId, event: delivery.event, id: delivery.data.id },
-          'archive write failed; the job is retried until its delivery is archived',
-        );
-        throw new ArchiveWriteError(error);
-      }
+    record({ delivery, jobId, receivedAt, replay }) {
+      if (replay) return { written: () => Promise.resolve() };
+      const line = archive.begin({ delivery, jobId, receivedAt });
+      return {
+        async written() {
+          try {
+            await withDeadline(line.written(), WRITE_DEADLINE_MS, 'the archive write');
+            writes.inc({ result: 'archived' });
+          } catch (error: unknown) {
+            writes.inc({ result: 'failed' });
+            logger.error(
+              { err: error, jobId, event: delivery.event, id: delivery.data.id },
+              'archive write failed; the job is retried until its delivery is archived',
+            );
+            throw new ArchiveWriteError(error);
+          }
+        },
+      };
     },
     stop() {
       clearInterval(timer);

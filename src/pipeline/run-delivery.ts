@@ -1,4 +1,5 @@
 import type { Job, Worker } from 'bullmq';
+import type { BatchedLine } from '../archive/archive.js';
 import type { ForwardMessage } from '../forward/forward-message.js';
 import { forwardMessage } from '../forward/forward-message.js';
 import {
@@ -14,10 +15,11 @@ import type { DeliveryJob, Handled } from '../workers/dispatch.js';
 /** The steps after a delivery is taken, in the order runDelivery runs them. */
 export interface DeliverySteps {
   /**
-   * Archives it for replay while it is handled; rejects when it could not (the job is retried).
-   * Undefined: the archive is off.
+   * Starts archiving it for replay while it is handled; `written()`, called once the job waits
+   * for it, rejects when it could not be archived (the job is retried). Undefined: the archive
+   * is off.
    */
-  readonly archive: ((job: DeliveryJob) => Promise<void>) | undefined;
+  readonly archive: ((job: DeliveryJob) => BatchedLine) | undefined;
   /** Runs its handler (dispatch): what the handler returned, and the item it stored. */
   readonly handle: (job: DeliveryJob) => Promise<Handled>;
   /**
@@ -52,12 +54,15 @@ export async function runDelivery(
   // Archived while it is handled, not before: the archive never delays a delivery. The job ends
   // only once its archive write has ended; one that failed fails the job after its handling and
   // forwarding, and the retry finds both done: the audio stored, and `forwarded` set, so that a
-  // destination is not sent the message again for the archive's sake.
-  // Its failure is kept as a value: a rejection with no handler yet would end the process.
-  const archived = steps.archive?.(taken).then(
-    () => undefined,
-    (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
-  );
+  // destination is not sent the message again for the archive's sake. Its failure is kept as a
+  // value, and waited for only once the job has nothing else to do: its batch need not linger
+  // for others from then on.
+  const archiving = steps.archive?.(taken);
+  const archived = () =>
+    archiving?.written().then(
+      () => undefined,
+      (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+    );
   let handled: Handled;
   try {
     handled = await steps.handle(taken);
@@ -71,10 +76,10 @@ export async function runDelivery(
     }
   } catch (error: unknown) {
     // The handling's failure is the one to report; the archive's is retried with it.
-    await archived;
+    await archived();
     throw error;
   }
-  const notArchived = await archived;
+  const notArchived = await archived();
   if (notArchived !== undefined) {
     if (steps.forward !== undefined && job.data.forwarded !== true) {
       await job.updateData({ ...job.data, forwarded: true });

@@ -335,6 +335,73 @@ describe.each([
     });
 
   if (!appends)
+    it('an entry its job waits for is put at once, not after the linger', async () => {
+      // A linger longer than the test's own time: before, the PUT waited it out.
+      const archive = createArchive(areaIn(dir), { batchLingerMs: 60_000 });
+      await recordFailure(archive, 'waited');
+      expect(await found(archive, { ids: ['waited'] })).toHaveLength(1);
+    }, 10_000);
+
+  if (!appends)
+    it('while a PUT is in flight, the entries waited for gather in the next batch, put when it ends (group commit)', async () => {
+      const area = areaIn(dir);
+      const lines: number[] = [];
+      let started = () => {};
+      const firstStarted = new Promise<void>((resolve) => (started = resolve));
+      let release = () => {};
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const archive = createArchive(
+        {
+          ...area,
+          put: async (path, body) => {
+            lines.push(Buffer.from(body).toString('utf8').split('\n').length - 1);
+            if (lines.length === 1) {
+              started();
+              await held;
+            }
+            return area.put(path, body);
+          },
+        },
+        { batchLingerMs: 60_000 },
+      );
+      const first = recordFailure(archive, 'first');
+      await firstStarted;
+      const rest = ['r1', 'r2', 'r3', 'r4'].map((id) => recordFailure(archive, id));
+      // Each of them is waited for, and none is put while the first PUT is in flight.
+      await Promise.resolve();
+      expect(lines).toEqual([1]);
+      release();
+      await Promise.all([first, ...rest]);
+      expect(lines).toEqual([1, 4]);
+      expect(await found(archive, {})).toHaveLength(5);
+    }, 10_000);
+
+  if (!appends)
+    it('an entry no one waits for yet lingers for others, then is put', async () => {
+      const area = areaIn(dir);
+      let put = () => {};
+      const wasPut = new Promise<void>((resolve) => (put = resolve));
+      const archive = createArchive(
+        {
+          ...area,
+          put: async (path, body) => {
+            await area.put(path, body);
+            put();
+          },
+        },
+        { batchLingerMs: 20 },
+      );
+      const line = archive.begin({
+        delivery: { event: 'audio.failed', data: { id: 'early' } },
+        jobId: 'job-early',
+        receivedAt: '2026-11-24T09:00:00.000Z',
+      });
+      await wasPut;
+      await line.written();
+      expect(await found(archive, { ids: ['early'] })).toHaveLength(1);
+    });
+
+  if (!appends)
     it('a batch whose PUT failed fails its own entries only', async () => {
       const area = areaIn(dir);
       let failNext = true;
