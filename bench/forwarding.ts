@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { LocalCdn } from '../test/helpers/local-cdn.js';
 import { startThreeDestinations } from '../test/helpers/forward-destinations.js';
 import { perSecond, runEndToEnd, type EndToEndResult } from './end-to-end.js';
-import { ratio } from './lib.js';
+import { alternated, medianBy, ratio } from './lib.js';
 
 export interface ForwardingResult {
   readonly deliveries: number;
@@ -21,6 +21,8 @@ export interface ForwardingResult {
   readonly filtered: { readonly itemsPerSecond: number; readonly workerCpuMsPerItem: number };
   /** Items/s with filters over items/s without (the filters' own price). */
   readonly filterRatio: number;
+  /** Items/s of each setting's rounds, in the order run; the figures above are their medians. */
+  readonly rounds: Readonly<Record<'none' | 'three' | 'filtered', readonly number[]>>;
 }
 
 /**
@@ -62,19 +64,18 @@ export async function runForwarding(
   const targets = await startThreeDestinations();
   const destinations = [targets.endpoint, targets.stream, targets.rabbit];
   try {
-    // Alternated, twice each, the better run of each kept: on two shared cores one run of the
-    // same setting differs from the next by up to a third (the first on a cold machine most).
+    // Three alternated rounds, each setting's median: on two shared cores one run of a setting
+    // differs from the next by up to a third (no destination: 300 then 441 items/s in one
+    // bench), and the better of two picked those tails.
     type Setting = 'none' | 'three' | 'filtered';
     const filtered = {
       FORWARD_SECRET: targets.env.FORWARD_SECRET,
       FORWARD_CONFIG: filteredConfig(destinations.map((d) => d.url)),
     };
-    const runs: { setting: Setting; run: EndToEndResult }[] = [];
-    const settings: Setting[] = ['none', 'three', 'filtered', 'none', 'filtered', 'three'];
-    for (const setting of settings) {
+    const run = (setting: Setting) => async () => {
       process.stderr.write(`forwarding: ${setting}\n`);
       const before = destinations.map((d) => d.inbox.messages.length);
-      const run = await runEndToEnd(redisUrl, cdn, {
+      return runEndToEnd(redisUrl, cdn, {
         total: deliveries,
         workerConcurrency,
         ...(setting !== 'none'
@@ -88,16 +89,19 @@ export async function runForwarding(
             }
           : {}),
       });
-      runs.push({ setting, run });
-    }
-    const best = (setting: Setting) =>
-      runs
-        .filter((r) => r.setting === setting)
-        .map((r) => r.run)
-        .sort((a, b) => perSecond(b) - perSecond(a))[0] as EndToEndResult;
-    const none = best('none');
-    const three = best('three');
-    const withFilters = best('filtered');
+    };
+    const rounds = await alternated(
+      { none: run('none'), three: run('three'), filtered: run('filtered') },
+      [
+        ['none', 'three', 'filtered'],
+        ['three', 'filtered', 'none'],
+        ['filtered', 'none', 'three'],
+      ],
+    );
+    const median = (setting: Setting) => medianBy(rounds[setting], perSecond) as EndToEndResult;
+    const none = median('none');
+    const three = median('three');
+    const withFilters = median('filtered');
     const cpuPerItem = (run: EndToEndResult) =>
       Math.round((run.workerCpuSeconds / run.audioFiles) * 1000 * 100) / 100;
     return {
@@ -107,8 +111,8 @@ export async function runForwarding(
       three: {
         itemsPerSecond: perSecond(three),
         workerCpuMsPerItem: cpuPerItem(three),
-        // The four runs' messages: every item of each at each destination, once or more.
-        received: destinations.map((d) => new Set(d.inbox.ids()).size / 4) as [
+        // The six runs' messages: every item of each at each destination, once or more.
+        received: destinations.map((d) => new Set(d.inbox.ids()).size / 6) as [
           number,
           number,
           number,
@@ -120,6 +124,11 @@ export async function runForwarding(
         workerCpuMsPerItem: cpuPerItem(withFilters),
       },
       filterRatio: ratio(perSecond(withFilters), perSecond(three)),
+      rounds: {
+        none: rounds.none.map(perSecond),
+        three: rounds.three.map(perSecond),
+        filtered: rounds.filtered.map(perSecond),
+      },
     };
   } finally {
     await targets.close();
@@ -127,5 +136,5 @@ export async function runForwarding(
 }
 
 export function forwardingLine(f: ForwardingResult): string {
-  return `${f.deliveries} deliveries (${f.items} items, 64 KB, local store) end to end, the better of two alternated runs each: ${f.none.itemsPerSecond} items/s with no destination, ${f.three.itemsPerSecond} items/s with three (HTTP, NATS JetStream, RabbitMQ; timed until every message reached all three: ${f.three.received.join(' / ')} distinct ids received): ratio ${f.ratio}; worker CPU per item ${f.none.workerCpuMsPerItem} ms → ${f.three.workerCpuMsPerItem} ms. With a FORWARD_CONFIG filter on each (every message matches): ${f.filtered.itemsPerSecond} items/s, ${f.filterRatio} × without filters, worker CPU per item ${f.filtered.workerCpuMsPerItem} ms`;
+  return `${f.deliveries} deliveries (${f.items} items, 64 KB, local store) end to end, medians of three alternated rounds: ${f.none.itemsPerSecond} items/s with no destination, ${f.three.itemsPerSecond} items/s with three (HTTP, NATS JetStream, RabbitMQ; timed until every message reached all three: ${f.three.received.join(' / ')} distinct ids received): ratio ${f.ratio}; worker CPU per item ${f.none.workerCpuMsPerItem} ms → ${f.three.workerCpuMsPerItem} ms. With a FORWARD_CONFIG filter on each (every message matches): ${f.filtered.itemsPerSecond} items/s, ${f.filterRatio} × without filters, worker CPU per item ${f.filtered.workerCpuMsPerItem} ms; rounds, items/s: none ${f.rounds.none.join(', ')}; three ${f.rounds.three.join(', ')}; filtered ${f.rounds.filtered.join(', ')}`;
 }
