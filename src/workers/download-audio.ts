@@ -3,7 +3,11 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { PermanentDownloadError } from '../download/download-errors.js';
 import { Meter } from '../download/meter.js';
-import { classifyNetworkError, openDownload } from '../download/open-download.js';
+import {
+  classifyNetworkError,
+  openDownload,
+  type OpenedDownload,
+} from '../download/open-download.js';
 import { isFinal } from '../jobs/retry-policy.js';
 import type { AudioDetails, AudioMetadata, AudioStore } from '../storage/audio-store.js';
 import { audioExtension, fileStem } from '../storage/file-name.js';
@@ -97,6 +101,7 @@ async function download(
   const server = { 'server.address': url.hostname };
   // What came from the CDN, counted whether or not the write then succeeds.
   let fetched: Meter | undefined;
+  let body: OpenedDownload['body'] | undefined;
   try {
     const opened = await inSpan('audio.download', server, () =>
       openDownload(audioUrl, {
@@ -106,6 +111,7 @@ async function download(
         signal,
       }),
     );
+    body = opened.body;
     const file = `${stem}${audioExtension(url, opened.contentType)}`;
     const meter = new Meter(config.downloadMaxBytes);
     fetched = meter;
@@ -162,6 +168,10 @@ async function download(
     if (error instanceof StorageError || error instanceof NameCollisionError) throw error;
     throw classifyNetworkError(error, signal);
   } finally {
+    // A store that failed before reading the body to its end (one that refused at once, say)
+    // left it open: its connection goes now, not when the deadline would have ended it (its
+    // timer ends here). Destroying a body read to its end does nothing.
+    body?.destroy();
     clear();
     metrics?.downloadBytes.inc(fetched?.bytes ?? 0);
   }
