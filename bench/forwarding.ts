@@ -49,11 +49,12 @@ function filteredConfig(urls: readonly string[]): string {
 
 /**
  * Forwarding's price: the same end to end run (4,000 deliveries, 64 KB files, local store) with
- * no destination, then with three — an HTTP endpoint (each message's signature verified), a
- * JetStream stream on this machine's NATS (127.0.0.1:4222) and a RabbitMQ queue (127.0.0.1:5672).
- * A run with them is timed until every item's message reached all three, not just until the
- * delivery jobs completed. The consumers run in the bench's own process, as the load generator
- * does. Each run has ids of its own, so the destinations' distinct ids count both runs' items.
+ * no destination, with three — an HTTP endpoint (each message's signature verified), a
+ * JetStream stream on this machine's NATS (127.0.0.1:4222) and a RabbitMQ queue (127.0.0.1:5672)
+ * — and with the same three, each with a filter that every message matches. A run with them is
+ * timed until every item's message reached all three, not just until the delivery jobs
+ * completed. The consumers run in the bench's own process, as the load generator does. Each run
+ * has ids of its own, so the destinations' distinct ids count every run's items.
  */
 export async function runForwarding(
   redisUrl: string,

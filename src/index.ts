@@ -45,6 +45,7 @@ export {
   type Archive,
   type ArchivedDelivery,
   type ArchiveQuery,
+  type BatchedLine,
 } from './archive/archive.js';
 export { StorageError } from './storage/storage-errors.js';
 export { createLocalAudioStore } from './storage/local-audio-store.js';

@@ -83,8 +83,8 @@ export interface Archive {
 
 export interface ArchiveOptions {
   /**
-   * How long an entry waits for others to share its batch (areas without append).
-   * @defaultValue 50 ms
+   * How long a batch gathers lines while none of them is waited for (areas without append;
+   * batch-writer.ts). @defaultValue 50 ms
    */
   readonly batchLingerMs?: number;
 }

@@ -3,10 +3,10 @@ import { batchFileName, writerName } from './file-kind.js';
 import { addBucket } from './id-bucket.js';
 
 /**
- * How long an entry waits for others to share its batch's PUT when no one waits for it yet, and
- * the most lines a batch holds. 50 ms: an S3 job's download and two PUTs take longer (the
- * bench's took 20–200 ms), and its archive write starts with it. A batch is a few hundred KB at
- * most.
+ * How long a batch gathers lines while none of them is waited for, and the most lines it holds.
+ * The linger bounds the PUTs of a writer whose jobs take long (one per 50 ms at most, where an
+ * S3 job's download and two PUTs took 20–200 ms in the bench); a job that waits for its line
+ * ends it sooner. A batch is a few hundred KB at most.
  */
 export const BATCH_LINGER_MS = 50;
 const BATCH_MAX_LINES = 500;
@@ -24,7 +24,7 @@ interface OpenBatch {
   readonly lines: string[];
   /** The bitmap of the buckets its lines' ids fall in. */
   readonly buckets: Buffer;
-  /** Someone waits for it: it is put as soon as no PUT of this writer is in flight. */
+  /** Someone waits for it: it is put at once when no PUT of this writer is in flight, else when one ends. */
   waited: boolean;
   /** Ends the linger: the batch is written now. */
   close(): void;
@@ -41,7 +41,9 @@ interface OpenBatch {
  * this writer is in flight (else when one ends: a group commit, so batches grow with the load
  * and the PUTs follow the store's pace); `lingerMs` after its first line;
  * BATCH_MAX_LINES. The linger alone made a job whose handling ended early wait it out: at a
- * worker concurrency of 4, 61 ms per S3 job against 30 ms with the archive off.
+ * worker concurrency of 4, 61 ms per S3 job against 30 ms with the archive off. Not
+ * util/group-commit.ts, which runs one task for every caller: here each batch is its own PUT,
+ * by hour, and a batch also ends by its linger and its size.
  */
 export function batchWriter(put: ArchiveArea['put'], lingerMs: number) {
   const writer = writerName();

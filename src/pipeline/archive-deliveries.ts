@@ -89,7 +89,16 @@ export function startArchiving(
   return {
     record({ delivery, jobId, receivedAt, replay }) {
       if (replay) return { written: () => Promise.resolve() };
-      const line = archive.begin({ delivery, jobId, receivedAt });
+      // A line that cannot even be made (a receipt time that is no time) fails as a write
+      // would: after the handling, logged and counted, not before it.
+      let line: BatchedLine;
+      try {
+        line = archive.begin({ delivery, jobId, receivedAt });
+      } catch (error: unknown) {
+        line = {
+          written: () => Promise.reject(error instanceof Error ? error : new Error(String(error))),
+        };
+      }
       return {
         async written() {
           try {

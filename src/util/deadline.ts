@@ -13,7 +13,7 @@ export class DeadlineError extends Error {
 
 /**
  * THE timeout helper: `work`, or a DeadlineError once `deadline` (ms from now, or a signal that
- * aborts, such as one attempt's AbortSignal.timeout shared by its steps) has passed. BullMQ's
+ * aborts, such as one attempt's timeoutSignal shared by its steps) has passed. BullMQ's
  * reads wait for a connection that may never come (a Queue made while Redis was down waits for
  * its first `ready` for good: a scrape hung 629 s), so every read outside the webhook route goes
  * through this. A late settlement of `work` is ignored, never left unhandled.

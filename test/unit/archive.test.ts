@@ -402,6 +402,32 @@ describe.each([
     });
 
   if (!appends)
+    it('a batch that fails before its line is waited for fails the wait, and nothing before it', async () => {
+      const area = areaIn(dir);
+      let failed = () => {};
+      const putFailed = new Promise<void>((resolve) => (failed = resolve));
+      const archive = createArchive(
+        {
+          ...area,
+          put: () => {
+            failed();
+            return Promise.reject(new Error('503 Slow Down'));
+          },
+        },
+        { batchLingerMs: 5 },
+      );
+      const line = archive.begin({
+        delivery: { event: 'audio.failed', data: { id: 'lost-early' } },
+        jobId: 'job-lost-early',
+        receivedAt: '2026-11-24T09:00:00.000Z',
+      });
+      // The PUT fails while no one waits (an unhandled rejection here would end the process).
+      await putFailed;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      await expect(line.written()).rejects.toThrow('503 Slow Down');
+    });
+
+  if (!appends)
     it('a batch whose PUT failed fails its own entries only', async () => {
       const area = areaIn(dir);
       let failNext = true;
