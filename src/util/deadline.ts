@@ -25,20 +25,18 @@ export function withDeadline<T>(
 ): Promise<T> {
   work.catch(() => undefined);
   const ms = typeof deadline === 'number' ? deadline : undefined;
-  if (typeof deadline !== 'number' && deadline.aborted) {
-    return Promise.reject(new DeadlineError(what, ms));
-  }
+  const bound: TimeoutSignal =
+    typeof deadline === 'number' ? timeoutSignal(deadline) : { signal: deadline, clear: () => {} };
+  const { signal } = bound;
+  if (signal.aborted) return Promise.reject(new DeadlineError(what, ms));
   return new Promise<T>((resolve, reject) => {
     const expire = () => {
       reject(new DeadlineError(what, ms));
     };
-    // A timer of its own, cleared when the work settles: AbortSignal.timeout's would live on
-    // for its whole span after every call (thousands at once at a worker's pace).
-    const timer = typeof deadline === 'number' ? setTimeout(expire, deadline) : undefined;
-    if (typeof deadline !== 'number') deadline.addEventListener('abort', expire, { once: true });
+    signal.addEventListener('abort', expire, { once: true });
     work.then(resolve, reject).finally(() => {
-      clearTimeout(timer);
-      if (typeof deadline !== 'number') deadline.removeEventListener('abort', expire);
+      bound.clear();
+      signal.removeEventListener('abort', expire);
     });
   });
 }
@@ -62,8 +60,9 @@ export function timeoutSignal(ms: number): TimeoutSignal {
   const timer = setTimeout(() => {
     controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
   }, ms);
-  // As AbortSignal.timeout's: a pending bound never keeps the process alive.
-  timer.unref();
+  // Unlike AbortSignal.timeout's, it keeps the process alive until it fires or is cleared: a
+  // CLI call waiting on a Redis that never answers must end with its DeadlineError, not exit
+  // silently with nothing left to wait for. Cleared with the work, it never outlives it.
   return {
     signal: controller.signal,
     clear: () => {
