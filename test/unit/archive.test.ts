@@ -145,6 +145,33 @@ describe.each([
       receivedAt,
     });
 
+  /** As recordFailure, but the caller says when it waits (Archive.begin). */
+  const beginFailure = (archive: ReturnType<typeof createArchive>, id: string) =>
+    archive.begin({
+      delivery: { event: 'audio.failed', data: { id } },
+      jobId: `job-${id}`,
+      receivedAt: '2026-11-24T09:00:00.000Z',
+    });
+
+  /** An archive of batches whose PUTs go through `put`, given the area's own. */
+  const withPut = (
+    put: (area: ArchiveArea, path: string, body: Uint8Array) => Promise<void>,
+    batchLingerMs: number,
+  ) => {
+    const area = areaIn(dir);
+    return createArchive(
+      { ...area, put: (path, body) => put(area, path, body) },
+      { batchLingerMs },
+    );
+  };
+
+  /** A promise, and the call that resolves it: a test waits on an event it names. */
+  const signal = () => {
+    let fire = () => {};
+    const fired = new Promise<void>((resolve) => (fire = resolve));
+    return { fire, fired };
+  };
+
   const found = async (
     archive: ReturnType<typeof createArchive>,
     query: Parameters<ReturnType<typeof createArchive>['find']>[0],
@@ -346,18 +373,16 @@ describe.each([
     it('while a PUT is in flight, the entries waited for gather in the next batch, put when it ends (group commit)', async () => {
       const area = areaIn(dir);
       const lines: number[] = [];
-      let started = () => {};
-      const firstStarted = new Promise<void>((resolve) => (started = resolve));
-      let release = () => {};
-      const held = new Promise<void>((resolve) => (release = resolve));
+      const started = signal();
+      const held = signal();
       const archive = createArchive(
         {
           ...area,
           put: async (path, body) => {
             lines.push(Buffer.from(body).toString('utf8').split('\n').length - 1);
             if (lines.length === 1) {
-              started();
-              await held;
+              started.fire();
+              await held.fired;
             }
             return area.put(path, body);
           },
@@ -365,12 +390,12 @@ describe.each([
         { batchLingerMs: 60_000 },
       );
       const first = recordFailure(archive, 'first');
-      await firstStarted;
+      await started.fired;
       const rest = ['r1', 'r2', 'r3', 'r4'].map((id) => recordFailure(archive, id));
       // Each of them is waited for, and none is put while the first PUT is in flight.
       await Promise.resolve();
       expect(lines).toEqual([1]);
-      release();
+      held.fire();
       await Promise.all([first, ...rest]);
       expect(lines).toEqual([1, 4]);
       expect(await found(archive, {})).toHaveLength(5);
@@ -378,51 +403,27 @@ describe.each([
 
   if (!appends)
     it('an entry no one waits for yet lingers for others, then is put', async () => {
-      const area = areaIn(dir);
-      let put = () => {};
-      const wasPut = new Promise<void>((resolve) => (put = resolve));
-      const archive = createArchive(
-        {
-          ...area,
-          put: async (path, body) => {
-            await area.put(path, body);
-            put();
-          },
-        },
-        { batchLingerMs: 20 },
-      );
-      const line = archive.begin({
-        delivery: { event: 'audio.failed', data: { id: 'early' } },
-        jobId: 'job-early',
-        receivedAt: '2026-11-24T09:00:00.000Z',
-      });
-      await wasPut;
+      const put = signal();
+      const archive = withPut(async (area, path, body) => {
+        await area.put(path, body);
+        put.fire();
+      }, 20);
+      const line = beginFailure(archive, 'early');
+      await put.fired;
       await line.written();
       expect(await found(archive, { ids: ['early'] })).toHaveLength(1);
     });
 
   if (!appends)
     it('a batch that fails before its line is waited for fails the wait, and nothing before it', async () => {
-      const area = areaIn(dir);
-      let failed = () => {};
-      const putFailed = new Promise<void>((resolve) => (failed = resolve));
-      const archive = createArchive(
-        {
-          ...area,
-          put: () => {
-            failed();
-            return Promise.reject(new Error('503 Slow Down'));
-          },
-        },
-        { batchLingerMs: 5 },
-      );
-      const line = archive.begin({
-        delivery: { event: 'audio.failed', data: { id: 'lost-early' } },
-        jobId: 'job-lost-early',
-        receivedAt: '2026-11-24T09:00:00.000Z',
-      });
+      const putFailed = signal();
+      const archive = withPut(() => {
+        putFailed.fire();
+        return Promise.reject(new Error('503 Slow Down'));
+      }, 5);
+      const line = beginFailure(archive, 'lost-early');
       // The PUT fails while no one waits (an unhandled rejection here would end the process).
-      await putFailed;
+      await putFailed.fired;
       await new Promise<void>((resolve) => setImmediate(resolve));
       await expect(line.written()).rejects.toThrow('503 Slow Down');
     });
