@@ -24,7 +24,8 @@ function lineWriter(area: ArchiveArea, batchLingerMs: number): WriteLine {
 
 /**
  * Starts writing each accepted delivery as one line of JSON in the hour it was received; its
- * `written()` resolves once the line is written.
+ * `written()` resolves once the line is written. It never throws: an entry that cannot be made
+ * (a receipt time that is no time) fails through `written()`, as a write that failed does.
  */
 export function entryWriter(
   area: ArchiveArea,
@@ -32,7 +33,13 @@ export function entryWriter(
 ): (accepted: Accepted) => BatchedLine {
   const write = lineWriter(area, batchLingerMs);
   return (accepted) => {
-    const entry = archivedDelivery(accepted);
-    return write(hourFolder(entry.received_at), entry.id, `${JSON.stringify(entry)}\n`);
+    try {
+      const entry = archivedDelivery(accepted);
+      return write(hourFolder(entry.received_at), entry.id, `${JSON.stringify(entry)}\n`);
+    } catch (error: unknown) {
+      return {
+        written: () => Promise.reject(error instanceof Error ? error : new Error(String(error))),
+      };
+    }
   };
 }

@@ -89,16 +89,7 @@ export function startArchiving(
   return {
     record({ delivery, jobId, receivedAt, replay }) {
       if (replay) return { written: () => Promise.resolve() };
-      // A line that cannot even be made (a receipt time that is no time) fails as a write
-      // would: after the handling, logged and counted, not before it.
-      let line: BatchedLine;
-      try {
-        line = archive.begin({ delivery, jobId, receivedAt });
-      } catch (error: unknown) {
-        line = {
-          written: () => Promise.reject(error instanceof Error ? error : new Error(String(error))),
-        };
-      }
+      const line = archive.begin({ delivery, jobId, receivedAt });
       return {
         async written() {
           try {

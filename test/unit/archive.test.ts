@@ -243,6 +243,19 @@ describe.each([
     expect(await found(archive, { ids: ['../../etc/passwd'] })).toHaveLength(1);
   });
 
+  it('an entry that cannot be made (a receipt time that is no time) fails through its promise, never by a throw', async () => {
+    const archive = createArchive(areaIn(dir));
+    const accepted = {
+      delivery: { event: 'audio.failed', data: { id: 'x' } },
+      jobId: 'job-x',
+      receivedAt: 'not a time',
+    };
+    let line: ReturnType<typeof archive.begin> | undefined;
+    expect(() => (line = archive.begin(accepted))).not.toThrow();
+    await expect(line?.written()).rejects.toThrow(RangeError);
+    await expect(archive.record(accepted)).rejects.toThrow(RangeError);
+  });
+
   it('archives many deliveries at once, each whole and found once', async () => {
     const archive = createArchive(areaIn(dir));
     const ids = Array.from({ length: 500 }, (_u, i) => `many-${i}`);
