@@ -191,12 +191,21 @@ export async function createJetStream(
 
 export interface RabbitQueue {
   readonly url: string;
+  /** What the consumer took from the queue (with `consume: false`, only once `read()` ran). */
   readonly inbox: Inbox;
+  /** The messages in the queue now, not yet taken by a consumer. */
+  queued(): Promise<number>;
+  /** Takes every message in the queue now (starting the consumer), then every id taken. */
+  read(): Promise<string[]>;
   close(): Promise<void>;
 }
 
-/** An exchange and an exclusive queue bound to it on the machine's RabbitMQ (guest/guest). */
-export async function createRabbitQueue(): Promise<RabbitQueue> {
+/**
+ * An exchange and an exclusive queue bound to it on the machine's RabbitMQ (guest/guest), and a
+ * consumer taking what arrives into the inbox; with `consume: false`, messages stay in the queue
+ * until `read()`.
+ */
+export async function createRabbitQueue({ consume = true } = {}): Promise<RabbitQueue> {
   const exchange = `aw-test-${randomUUID()}`;
   const model = await amqpConnect('amqp://guest:guest@127.0.0.1:5672');
   const channel = await model.createChannel();
@@ -204,20 +213,32 @@ export async function createRabbitQueue(): Promise<RabbitQueue> {
   const { queue } = await channel.assertQueue('', { exclusive: true });
   await channel.bindQueue(queue, exchange, 'stored');
   const inbox = new Inbox();
-  await channel.consume(
-    queue,
-    (message) => {
-      if (message === null) return;
-      inbox.push({
-        id: String(message.properties.messageId),
-        body: JSON.parse(message.content.toString()) as Received['body'],
-      });
-    },
-    { noAck: true },
-  );
+  const startConsuming = () =>
+    channel.consume(
+      queue,
+      (message) => {
+        if (message === null) return;
+        inbox.push({
+          id: String(message.properties.messageId),
+          body: JSON.parse(message.content.toString()) as Received['body'],
+        });
+      },
+      { noAck: true },
+    );
+  let consuming = consume ? startConsuming() : undefined;
+  await consuming;
+  const queued = async () => (await channel.checkQueue(queue)).messageCount;
   return {
     url: `amqp://guest:guest@127.0.0.1:5672/?exchange=${exchange}&routing_key=stored`,
     inbox,
+    queued,
+    async read() {
+      const taken = inbox.messages.length + (await queued());
+      consuming ??= startConsuming();
+      await consuming;
+      await inbox.atLeast(taken);
+      return inbox.ids();
+    },
     async close() {
       await model.close();
     },
@@ -285,12 +306,13 @@ export interface ThreeDestinations {
 export async function startThreeDestinations(
   natsServer?: string,
   streamOptions?: { consume?: boolean },
+  queueOptions?: { consume?: boolean },
 ): Promise<ThreeDestinations> {
   const secret = forwardSecret();
   const [endpoint, stream, rabbit] = await Promise.all([
     startHttpEndpoint(secret),
     createJetStream(natsServer, streamOptions),
-    createRabbitQueue(),
+    createRabbitQueue(queueOptions),
   ]);
   return {
     endpoint,
