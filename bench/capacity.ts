@@ -141,7 +141,7 @@ export async function runCapacity(cdn: LocalCdn, deliveries = 5000): Promise<Cap
     );
     const usedWaiting = await usedMemory(redis);
     const [waitingJobId] = await redis.lrange(`${prefix}:deliveries:wait`, 0, 0);
-    const dedupeKey = (await redis.keys(`${prefix}:deliveries:de:*`))[0] ?? '';
+    const dedupeKey = (await redis.keys(`${prefix}:seen:*`))[0] ?? '';
     const bytes = {
       dedupeKey: Number(await redis.memory('USAGE', dedupeKey)),
       waitingJob: Number(await redis.memory('USAGE', `${prefix}:deliveries:${waitingJobId ?? ''}`)),

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createDeliveryQueue } from '../src/queue/delivery-queue.js';
+import { dedupeKeys } from '../src/queue/enqueue-delivery.js';
 import { createForwardQueue, forwardJobId } from '../src/queue/forward-queue.js';
 import { signPayload } from '../src/webhooks/sign-payload.js';
 import { eventually } from '../src/util/eventually.js';
@@ -83,7 +84,7 @@ export async function runRedisFootprint(redisUrl: string): Promise<FootprintRow[
         body,
       });
       if (answer.status !== 202) throw new Error(`footprint: answered ${answer.status}`);
-      const jobId = String(await deliveries.getDeduplicationJobId(`audio.failed:${id}`));
+      const jobId = String(await redis.get(dedupeKeys(prefix, 'audio.failed', id).mark));
       const waiting = await hash(`${prefix}:deliveries:${jobId}`);
       await deliveries.resume();
       const forward = await eventually(async () => {

@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
 import { DELIVERY_QUEUE } from '../src/queue/delivery-queue.js';
-import { dedupeId } from '../src/queue/enqueue-delivery.js';
+import { dedupeKeys } from '../src/queue/enqueue-delivery.js';
 
 /**
- * Counts accepted deliveries that are NOT in Redis: for each id, the dedupe key must point at a
+ * Counts accepted deliveries that are NOT in Redis: for each id, the dedupe mark must point at a
  * job whose hash exists. Pipelined in batches, one round trip per thousand ids.
  */
 export async function countLost(
@@ -15,7 +15,7 @@ export async function countLost(
   for (let i = 0; i < ids.length; i += 1000) {
     const batch = ids.slice(i, i + 1000);
     const jobIds = await redis.mget(
-      ...batch.map((id) => `${prefix}:${DELIVERY_QUEUE}:de:${dedupeId('audio.ready', id)}`),
+      ...batch.map((id) => dedupeKeys(prefix, 'audio.ready', id).mark),
     );
     const exists = redis.pipeline();
     for (const jobId of jobIds) exists.exists(`${prefix}:${DELIVERY_QUEUE}:${jobId ?? 'missing'}`);

@@ -1,4 +1,12 @@
-import { Queue, type ConnectionOptions, type Telemetry } from 'bullmq';
+import {
+  Queue,
+  SpanKind,
+  type ConnectionOptions,
+  type IRedisTransaction,
+  type JobsOptions,
+  TelemetryAttributes,
+  type Telemetry,
+} from 'bullmq';
 import type { Delivery } from '../webhooks/delivery.js';
 
 /** One queue for every event: the dispatcher picks the handler by job name (= event name). */
@@ -52,7 +60,54 @@ export interface HandledRecord {
   readonly at: string;
 }
 
-export type DeliveryQueue = Queue<DeliveryJobData>;
+/** Commands to run in the add's transaction, before the add; each gets its reply back. */
+export type BeforeAdd = (transaction: IRedisTransaction) => void;
+
+/**
+ * The deliveries queue: BullMQ's Queue, plus an add that runs in one MULTI with commands of
+ * the caller's (the receiver's dedupe mark), so Redis applies both or neither.
+ */
+export class DeliveryQueue extends Queue<DeliveryJobData> {
+  /**
+   * Adds a job as `add` does (same defaults, same producer span and trace context), after
+   * `before`'s commands in the same transaction. Resolves to the id BullMQ answered (another
+   * job's, when BullMQ deduplicated) and the replies of `before`'s commands; rejects when any
+   * command of the transaction failed (a MULTI that Redis refused applied none of them).
+   */
+  async addAfter(
+    name: string,
+    data: DeliveryJobData,
+    opts: JobsOptions & { readonly jobId: string },
+    before: BeforeAdd,
+  ): Promise<{ readonly id: string; readonly replies: readonly unknown[] }> {
+    return await this.trace(
+      SpanKind.PRODUCER,
+      'add',
+      `${this.name}.${name}`,
+      async (span, context) => {
+        const telemetry = context === undefined ? {} : { telemetry: { metadata: context } };
+        const merged = { ...this.jobsOpts, ...opts, ...telemetry };
+        const job = new this.Job(this, name, data, merged, opts.jobId);
+        const client = await this.getBackend().client;
+        const transaction = client.multi();
+        before(transaction);
+        // Queued synchronously on the transaction (as BullMQ's own addBulk relies on); the
+        // answer comes from exec.
+        void job.addJob(transaction);
+        const replies = (await transaction.exec()) ?? [];
+        const failed = replies.find(([error]) => error !== null)?.[0];
+        if (failed) throw failed;
+        const values = replies.map(([, value]): unknown => value);
+        const id = String(values.at(-1));
+        span?.setAttributes({
+          [TelemetryAttributes.JobName]: name,
+          [TelemetryAttributes.JobId]: id,
+        });
+        return { id, replies: values.slice(0, -1) };
+      },
+    );
+  }
+}
 
 /** The job data the receiver queues for a body it accepted. */
 export function deliveryJobData(body: string, receivedAt: Date): DeliveryJobData {
@@ -116,7 +171,7 @@ export interface DeliveryQueueOptions {
 }
 
 export function createDeliveryQueue(options: DeliveryQueueOptions): DeliveryQueue {
-  return new Queue<DeliveryJobData>(DELIVERY_QUEUE, {
+  return new DeliveryQueue(DELIVERY_QUEUE, {
     connection: options.connection,
     prefix: options.prefix,
     ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),

@@ -1,9 +1,10 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { webStoreDeadlineMs } from '../redis/connections.js';
 import { withDeadline } from '../util/deadline.js';
 import { createReplicaWait } from '../redis/replica-wait.js';
+import type { WriteGate } from '../redis/write-gate.js';
 import type { Delivery } from '../webhooks/delivery.js';
 import { deliveryJobData, type DeliveryQueue } from './delivery-queue.js';
 import { classifyStoreError, StorageUnavailableError } from './store-errors.js';
@@ -31,6 +32,8 @@ export function createDeliveryStore(
   queue: DeliveryQueue,
   redis: RedisConnection,
   config: Pick<Config, 'dedupeTtlSeconds' | 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
+  /** Holds deliveries back while Redis may evict, is in the workers' reserve, or refuses. */
+  gate?: WriteGate,
 ): StoreDelivery {
   const deadlineMs = webStoreDeadlineMs(config);
   const confirm =
@@ -39,12 +42,14 @@ export function createDeliveryStore(
       : undefined;
   return async (delivery, body) => {
     if (redis.status !== 'ready') throw new StorageUnavailableError('Redis is not connected');
+    if (gate?.holding !== undefined) throw new StorageUnavailableError(gate.detail);
     const added = enqueueDelivery(queue, delivery, body, config.dedupeTtlSeconds);
     // Without replicas to wait for, the add is the whole store: no step added per delivery.
     const stored = confirm === undefined ? added : added.then(confirmed(confirm, config));
     try {
       return await withDeadline(stored, deadlineMs, 'Redis');
     } catch (error: unknown) {
+      gate?.refused(error);
       throw classifyStoreError(error);
     }
   };
@@ -66,18 +71,68 @@ function confirmed(
   };
 }
 
-/** The dedupe key: the sender re-sends the same event for the same item on every retry. */
-export function dedupeId(event: string, id: string): string {
-  return `${event}:${id}`;
+/** Where the receiver remembers that it accepted an `event` + `data.id` pair. */
+export interface DedupeKeys {
+  /** The service's own mark: the accepted job's id, kept DEDUPE_TTL_SECONDS. */
+  readonly mark: string;
+  /** The same pair as BullMQ's deduplication id (a digest: an id may be as long as a body). */
+  readonly digest: string;
 }
 
 /**
- * Stores the body as sent (`delivery`, its parse, gives the dedupe id) and its dedupe mark in ONE
- * atomic Redis script (BullMQ's deduplication in throttle mode): no moment exists in which a
- * delivery is marked seen but not queued, so a crash can never swallow one. The key outlives the
- * job (removeOnComplete does not clear a key with a ttl), so a retry after processing is still
- * recognised. A fresh jobId per call tells the outcome: BullMQ returns the earlier job's id when
- * it deduplicated.
+ * The sender re-sends the same event for the same item on every retry; that pair is what is
+ * accepted once. Length-prefixed, so no event and id pair spells another's, then hashed: the
+ * key stays 90 bytes whatever the id. Under the queue prefix (its hash tag, on a Cluster, puts
+ * the mark in the queue's slot, which a MULTI needs) but outside the queue's own keys, so no
+ * BullMQ call (remove, clean, obliterate) deletes it.
+ */
+export function dedupeKeys(prefix: string, event: string, id: string): DedupeKeys {
+  const digest = createHash('sha256').update(`${event.length}:${event}:${id}`).digest('base64url');
+  return { mark: `${prefix}:seen:${digest}`, digest };
+}
+
+/**
+ * How long BullMQ's own deduplication key lives. The mark is what remembers; BullMQ's key only
+ * hands the mark's answer to the add that follows it in the same MULTI, so it need not outlive
+ * that transaction by much, and does not double the per-delivery cost for days.
+ */
+const HANDOFF_MS = 10_000;
+
+/**
+ * Runs before the add in its MULTI. A pair not seen: the mark is set to the new job's id and the
+ * add goes ahead. A pair seen: BullMQ's deduplication key is set to the job the mark names, so
+ * the add that follows deduplicates to it, whether or not that job (or BullMQ's key, which
+ * removing a job deletes) still exists. A BullMQ key written before the mark existed (a receiver
+ * of an earlier version) counts as seen, and becomes a mark.
+ * KEYS: mark, BullMQ's key, BullMQ's key as earlier versions named it. ARGV: new job id, mark
+ * ttl (ms), handoff ttl (ms). Returns 1 when the pair was seen.
+ */
+const MARK = `
+local held = redis.call('GET', KEYS[1])
+if not held then
+  held = redis.call('GET', KEYS[3])
+  if not held then
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    return 0
+  end
+  local left = redis.call('PTTL', KEYS[3])
+  redis.call('SET', KEYS[1], held, 'PX', left > 0 and left or ARGV[2])
+end
+redis.call('SET', KEYS[2], held, 'PX', ARGV[3])
+return 1`;
+
+/** The script's name on the queue's connection. */
+const MARK_COMMAND = 'markDelivery';
+/** Connections the script is defined on: before a transaction is made, which copies them. */
+const defined = new WeakSet<object>();
+
+/**
+ * Stores the body as sent (`delivery`, its parse, names the pair) and the pair's dedupe mark in
+ * ONE transaction: no moment exists in which a delivery is marked seen but not queued, so a
+ * crash can never swallow one. The mark is the service's own key, outside BullMQ's job
+ * lifecycle: a job removed or cleaned by an operator leaves it, so the provider's retry of that
+ * delivery is still answered "duplicate" and no handler runs twice. A fresh jobId per call tells
+ * the outcome: BullMQ answers the earlier job's id when it deduplicated.
  */
 async function enqueueDelivery(
   queue: DeliveryQueue,
@@ -86,12 +141,28 @@ async function enqueueDelivery(
   dedupeTtlSeconds: number,
 ): Promise<EnqueueResult> {
   const jobId = randomUUID();
-  const job = await queue.add(delivery.event, deliveryJobData(body, new Date()), {
-    jobId,
-    deduplication: {
-      id: dedupeId(delivery.event, delivery.data.id),
-      ttl: dedupeTtlSeconds * 1000,
+  const { event, data } = delivery;
+  const keys = dedupeKeys(queue.opts.prefix ?? 'bull', event, data.id);
+  const legacy = `${queue.qualifiedName}:de:${event}:${data.id}`;
+  const client = await queue.getBackend().client;
+  if (!defined.has(client)) {
+    client.defineCommand(MARK_COMMAND, { numberOfKeys: 3, lua: MARK });
+    defined.add(client);
+  }
+  const added = await queue.addAfter(
+    event,
+    deliveryJobData(body, new Date()),
+    { jobId, deduplication: { id: keys.digest, ttl: HANDOFF_MS } },
+    (transaction) => {
+      transaction.runCommand(MARK_COMMAND, [
+        keys.mark,
+        `${queue.qualifiedName}:de:${keys.digest}`,
+        legacy,
+        jobId,
+        dedupeTtlSeconds * 1000,
+        HANDOFF_MS,
+      ]);
     },
-  });
-  return { jobId: job.id ?? jobId, duplicate: job.id !== jobId };
+  );
+  return { jobId: added.id, duplicate: added.id !== jobId };
 }

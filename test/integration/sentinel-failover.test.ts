@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { createLogger } from '../../src/telemetry/logger';
-import { dedupeId } from '../../src/queue/enqueue-delivery';
+import { dedupeKeys } from '../../src/queue/enqueue-delivery';
 import { dropConnection } from '../../src/redis/connections';
 import { withDeadline } from '../../src/util/deadline';
 import { startWorkers } from '../../src/pipeline/start-workers';
@@ -129,8 +129,7 @@ async function failoverUnderLoad(waitReplicas: number): Promise<Outcome> {
       dropConnection(fresh);
     });
     const pipeline = fresh.pipeline();
-    for (const id of accepted)
-      pipeline.exists(`${prefix}:deliveries:de:${dedupeId('audio.failed', id)}`);
+    for (const id of accepted) pipeline.exists(dedupeKeys(prefix, 'audio.failed', id).mark);
     const found = (await pipeline.exec()) ?? [];
     const lost = found.filter(([, exists]) => exists !== 1).length;
 

@@ -275,7 +275,7 @@ describe('hostile input (regressions)', () => {
 
   it('500, not 503: an unexpected failure of ours is not passed off as storage trouble', async () => {
     // The queue stands in for a defect of ours; the route's mapping is what is under test.
-    jest.spyOn(receiver.queue, 'add').mockRejectedValueOnce(new TypeError('a bug'));
+    jest.spyOn(receiver.queue, 'addAfter').mockRejectedValueOnce(new TypeError('a bug'));
     const res = await post(sampleDelivery('key.revoked')).expect(500);
     expect(res.body).toEqual({ detail: 'internal error' });
   });
