@@ -37,9 +37,12 @@ export interface DashboardOptions {
 /**
  * bull-board at /admin/queues behind HTTP Basic auth. Layers, in order:
  * 1. a deadline: whatever Redis does, a dashboard request is answered;
- * 2. guesses are counted in Redis, per client address (an IPv6 client per /64: guess-key.ts), by rate-limiter-flexible (one atomic
- *    script per attempt, any topology, and it lets us count only what we choose: express-rate-limit
- *    counts requests and un-counts successes after the answer, which parallel guesses outrun).
+ * 2. guesses are counted in Redis, per client address (an IPv6 client per /64: guess-key.ts), by
+ *    rate-limiter-flexible (one atomic script per attempt, any topology, and it lets us count only
+ *    what we choose: express-rate-limit counts requests and un-counts successes after the answer,
+ *    which parallel guesses outrun). The address is `req.ip`: on INTERNAL_PORT the connecting
+ *    socket's, since that app trusts no proxy (receiver.ts), so a client that rotates
+ *    X-Forwarded-For still spends one budget; on a shared PORT, the one TRUST_PROXY's proxies name.
  *    Every attempt that carries credentials takes one of the 10 slots BEFORE its password is
  *    judged, and a right password gives it back: so however many arrive at once, at most 10 wrong
  *    ones per 15 minutes are ever judged, and past that every attempt gets 429 with Retry-After,

@@ -1,17 +1,22 @@
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { Browser, Page } from 'playwright-core';
+import { Redis } from 'ioredis';
 import request from 'supertest';
 import { createForwardQueue, forwardJobId } from '../../src/queue/forward-queue';
 import { ADMIN_PATH } from '../../src/web/admin-dashboard';
 import { serve, type RunningServer } from '../../src/http/serve';
 import { createLogger } from '../../src/telemetry/logger';
+import { eventually } from '../../src/util/eventually';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { launchChromium, TEST_OUTPUT } from '../helpers/browser';
 import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { freePort } from '../helpers/private-redis';
+import { spawnService } from '../helpers/spawn-service';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
-import { createTestReceiver } from '../helpers/test-receiver';
+import { createTestReceiver, deleteKeys, TEST_SECRET } from '../helpers/test-receiver';
 
 const PASSWORD = 'correct horse battery staple';
 const NOT_FOUND = '/voices/missing.mp3';
@@ -287,6 +292,57 @@ describe('without a browser', () => {
       await receiver.close();
     }
   });
+
+  it('on INTERNAL_PORT, guesses count per connecting address: a new X-Forwarded-For each time still gets 429 after the 10th', async () => {
+    const [port, internalPort] = [await freePort(), await freePort()];
+    const prefix = `test-${randomUUID()}`;
+    // The service as an operator runs it, trusting a proxy on loopback (TRUST_PROXY's default):
+    // the guesses below come from loopback, so PORT would believe their X-Forwarded-For.
+    const service = spawnService({
+      WEBHOOK_SECRETS: TEST_SECRET,
+      REDIS_URL: process.env.REDIS_URL ?? '',
+      QUEUE_PREFIX: prefix,
+      ROLE: 'web',
+      WEB_CONCURRENCY: '1',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      INTERNAL_PORT: String(internalPort),
+      TRUST_PROXY: 'loopback',
+      ADMIN_PASSWORD: PASSWORD,
+    });
+    const board = `http://127.0.0.1:${internalPort}${ADMIN_PATH}`;
+    const guess = async (i: number) => {
+      const res = await fetch(board, {
+        headers: {
+          authorization: `Basic ${Buffer.from(`admin:guess-${String(i)}`).toString('base64')}`,
+          'x-forwarded-for': `203.0.113.${String(i + 1)}`,
+        },
+        signal: AbortSignal.timeout(10_000),
+      });
+      return res.status;
+    };
+    try {
+      await service.waitForLog('audio-webhooks started');
+      await eventually(
+        async () => {
+          const ready = await fetch(`http://127.0.0.1:${internalPort}/readyz`, {
+            signal: AbortSignal.timeout(2_000),
+          }).catch(() => undefined);
+          return ready?.ok === true ? true : undefined;
+        },
+        { timeoutMs: 20_000, everyMs: 100 },
+      );
+      const statuses: number[] = [];
+      for (let i = 0; i < 12; i++) statuses.push(await guess(i));
+      expect(statuses).toEqual([...Array<number>(10).fill(401), 429, 429]);
+    } finally {
+      service.child.kill('SIGTERM');
+      await service.exited;
+      const redis = new Redis(process.env.REDIS_URL ?? '');
+      await deleteKeys(redis, `${prefix}:*`);
+      redis.disconnect();
+    }
+  }, 60_000);
 
   it('with write actions on, accepts a change only from its own origin (CSRF)', async () => {
     const d = await dashboardWithFailedJob(false);
