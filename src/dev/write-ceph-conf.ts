@@ -2,8 +2,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
- * Writes `<dir>/ceph.conf`, the cluster startCephGateway describes with radosgw serving S3 on
- * 127.0.0.1:rgwPort, and makes the folders it names. Returns the file's path.
+ * Writes `<dir>/ceph.conf`, the cluster startCephGateway describes, every daemon on loopback and
+ * radosgw serving S3 on 127.0.0.1:rgwPort, and makes the folders it names. Returns the file's
+ * path.
  */
 export function writeCephConf({
   dir,
@@ -32,7 +33,15 @@ export function writeCephConf({
       'auth cluster required = none',
       'auth service required = none',
       'auth client required = none',
+      // With auth off, anyone who reaches a daemon owns the cluster: every daemon binds to
+      // loopback. Without an address or a network to pick one from, the OSD binds to 0.0.0.0.
+      'public addr = 127.0.0.1',
+      'cluster addr = 127.0.0.1',
+      'public network = 127.0.0.0/8',
+      'cluster network = 127.0.0.0/8',
+      'ms bind ipv4 = true',
       'ms bind ipv6 = false',
+      'ms bind msgr1 = true',
       'ms bind msgr2 = false',
       'osd pool default size = 1',
       'osd pool default min size = 1',

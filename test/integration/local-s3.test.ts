@@ -1,11 +1,22 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
+import { endianness, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import ipaddr from 'ipaddr.js';
 import request from 'supertest';
 import { audio, startLocalCdn } from '../helpers/local-cdn';
 import { freePort } from '../helpers/private-redis';
@@ -17,13 +28,22 @@ import { signed, TEST_SECRET } from '../helpers/test-receiver';
 // delivery lands as an object, and SIGTERM leaves no process and no temp folder behind.
 const root = join(__dirname, '..', '..');
 
+/** Scripts started in a process group of their own; after each test, none of them is left. */
+const started: ChildProcess[] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((child) => stopGroup(child)));
+});
+
 it('npm run local-s3: prints the settings, the service stores a delivery with them, SIGTERM leaves nothing', async () => {
   const port = await freePort();
   const child = spawn('npm', ['run', 'local-s3'], {
     cwd: root,
     env: { ...process.env, LOCAL_S3_PORT: String(port), LOCAL_S3_BUCKET: 'try-it' },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // A process group of its own: what it starts is stopped with it, however the test ends.
+    detached: true,
   });
+  started.push(child);
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = once(child, 'exit');
@@ -123,6 +143,35 @@ it('npm run local-s3: prints the settings, the service stores a delivery with th
     .split('\n')
     .filter((args) => args.includes(dataFolder));
   expect(left).toEqual([]);
+}, 120_000);
+
+// Ceph runs with `auth = none`: whoever reaches a daemon can read and delete every object. So
+// every socket the script's processes listen on, its own and its daemons', must be on loopback.
+it('npm run local-s3: every daemon it starts listens on loopback only', async () => {
+  const port = await freePort();
+  const child = spawn(process.execPath, [join(root, 'dist', 'dev', 'local-s3.js')], {
+    cwd: root,
+    env: { ...process.env, LOCAL_S3_PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // A process group of its own: every daemon it starts is found by it, and stopped with it.
+    detached: true,
+  });
+  started.push(child);
+  const pgid = child.pid ?? 0;
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  await readyWithin(child.stdout, 90_000, () => stderr);
+  const listeners = listenersOfGroup(pgid);
+  // The check is not empty: the monitor, the OSD and radosgw each hold a listener.
+  expect(new Set(listeners.map((listener) => listener.command))).toEqual(
+    new Set(['ceph-mon', 'ceph-osd', 'radosgw']),
+  );
+  expect(listeners).toContainEqual({ command: 'radosgw', address: '127.0.0.1', port });
+  expect(
+    listeners
+      .filter((listener) => ipaddr.process(listener.address).range() !== 'loopback')
+      .map(({ command, address, port: bound }) => `${command} ${address}:${String(bound)}`),
+  ).toEqual([]);
 }, 120_000);
 
 // When something else holds LOCAL_S3_PORT, the settings would point at it: another gateway with
@@ -231,4 +280,118 @@ async function runLocalS3(
   const leftBehind = [...readdirSync(tmp), ...processes];
   rmSync(tmp, { recursive: true, force: true });
   return { code, stdout, stderrLines, leftBehind };
+}
+
+/**
+ * The lines the script prints before `ready`, once it has; rejects, with what it wrote to stderr,
+ * when it exits first or after `ms`.
+ */
+async function readyWithin(stdout: Readable, ms: number, stderr: () => string): Promise<string[]> {
+  const lines = createInterface({ input: stdout });
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      reject(new Error(`no ready within ${String(ms)} ms: ${stderr()}`));
+    }, ms);
+  });
+  const ready = (async () => {
+    const before: string[] = [];
+    for await (const line of lines) {
+      if (line === 'ready') return before;
+      before.push(line);
+    }
+    throw new Error(`exited before ready: ${stderr()}`);
+  })();
+  try {
+    return await Promise.race([ready, late]);
+  } finally {
+    clearTimeout(timer);
+    lines.close();
+  }
+}
+
+/**
+ * Stops a script started in a process group of its own: SIGTERM, on which it stops its daemons
+ * and exits; whatever of the group is left after that, or after 20 s, is killed.
+ */
+async function stopGroup(child: ChildProcess): Promise<void> {
+  const pgid = child.pid ?? 0;
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = once(child, 'exit');
+    child.kill('SIGTERM');
+    await Promise.race([exited, delay(20_000, undefined, { ref: false })]);
+  }
+  if (groupAlive(pgid)) {
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // Gone since the check.
+    }
+  }
+}
+
+interface TcpListener {
+  readonly command: string;
+  readonly address: string;
+  readonly port: number;
+}
+
+/**
+ * Every TCP socket listening in this network namespace that a process of group `pgid` holds:
+ * /proc/net/tcp and tcp6 name each listener's address, port and socket inode, and
+ * /proc/<pid>/fd links to the sockets each process has open.
+ */
+function listenersOfGroup(pgid: number): TcpListener[] {
+  const LISTEN = '0A';
+  const sockets = new Map<string, { address: string; port: number }>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      const [hexAddress, hexPort] = (fields[1] ?? '').split(':');
+      if (fields[3] !== LISTEN || hexAddress === undefined || hexPort === undefined) continue;
+      sockets.set(`socket:[${fields[9] ?? ''}]`, {
+        address: kernelAddress(hexAddress),
+        port: parseInt(hexPort, 16),
+      });
+    }
+  }
+  const listeners: TcpListener[] = [];
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      // `pid (comm) state ppid pgrp …`: the command may hold spaces and parentheses.
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const [, , group] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(group) !== pgid) continue;
+      const command = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+        const socket = sockets.get(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (socket !== undefined) listeners.push({ command, ...socket });
+      }
+    } catch {
+      // The process exited, or closed the descriptor, since the listing.
+    }
+  }
+  return listeners;
+}
+
+/**
+ * An address as /proc/net/tcp{,6} writes it: the bytes of each 32-bit word in the host's order,
+ * as hex (`0100007F` is 127.0.0.1 on a little-endian machine).
+ */
+function kernelAddress(hex: string): string {
+  const bytes = Buffer.from(hex, 'hex');
+  if (endianness() === 'LE') {
+    for (let at = 0; at < bytes.length; at += 4) bytes.subarray(at, at + 4).reverse();
+  }
+  return ipaddr.fromByteArray([...bytes]).toString();
+}
+
+/** True while any process of the group is alive. */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
