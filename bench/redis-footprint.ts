@@ -103,7 +103,8 @@ export async function runRedisFootprint(redisUrl: string): Promise<FootprintRow[
       };
       failing = false;
       await forward.promote();
-      await eventually(async () => ((await forward.isCompleted()) ? true : undefined));
+      // Sent to every destination, a forward job is removed.
+      await eventually(async () => ((await forwards.getJob(forward.id ?? '')) ? undefined : true));
       failing = true;
       rows.push({ ...row, sent: await hash(`${prefix}:forwards:${forwardJobId(jobId)}`) });
     }

@@ -3,10 +3,9 @@ import type { RedisConnection } from '../redis/connections.js';
 import { ConfigError, loadConfig, type Config } from '../config/config.js';
 import { createDeliveryQueue } from '../queue/delivery-queue.js';
 import { RedisUnreachableError } from '../redis/connections.js';
-import { createRevocationRegistry } from '../records/revocation-registry.js';
 import { MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
-import { printRows, type Output } from './print.js';
-import { listFailed, listFailures, retryFailed } from './queue-commands.js';
+import type { Output } from './print.js';
+import { listFailed, listFailures, listRevokedKeys, retryFailed } from './queue-commands.js';
 import { createForwardQueue } from '../queue/forward-queue.js';
 import { runTts, runVoices } from './provider-commands.js';
 import { runSandbox, SANDBOX_FLAGS } from './sandbox-command.js';
@@ -212,11 +211,7 @@ async function runRedisCommand(
   output: Output,
 ): Promise<number> {
   const prefix = config.queuePrefix;
-  if (command === 'revoked-keys') {
-    const keys = await createRevocationRegistry(redis, prefix).listRevokedKeys();
-    printRows(output, keys, ['id', 'revoked_at', 'payload'], json);
-    return 0;
-  }
+  if (command === 'revoked-keys') return await listRevokedKeys(redis, prefix, json, output);
   const queue = createDeliveryQueue({ connection: redis, prefix });
   const forwards = createForwardQueue(redis, prefix);
   try {

@@ -5,6 +5,7 @@ import type { ForwardJobData, ForwardQueue } from '../queue/forward-queue.js';
 import { printRows, type Output, type Row } from './print.js';
 import { counted } from '../util/counted.js';
 import { createFailureLog, type RecordedFailure } from '../records/failure-log.js';
+import { createRevocationRegistry, type RevokedKey } from '../records/revocation-registry.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { jsonMember } from '../webhooks/json-member.js';
 
@@ -62,18 +63,44 @@ const FORWARD_COLUMNS = ['id', 'destination', 'message_id', 'reason', 'attempts'
 /**
  * A recorded `audio.failed` as a row of `failures`, in the shape of a forward's row: `kind`,
  * `id` (here data.id, as `failures` has always shown it), `event`, `data_id` and `at` (when it
- * was received) in both, then what is its own (`payload`, the delivery's data).
+ * was received) in both, then what is its own: the record's fields (`received_at`, `payload`,
+ * and `id_truncated`, `payload_bytes`, `payload_truncated` when the record cut them).
  */
-function audioFailedRow(failure: RecordedFailure): Row {
+function audioFailedRow({ id, ...record }: RecordedFailure): Row {
   return {
     kind: 'audio.failed',
-    id: failure.id,
+    id,
     event: 'audio.failed',
-    data_id: failure.id,
-    at: failure.received_at,
-    received_at: failure.received_at,
-    payload: failure.payload,
+    data_id: id,
+    at: record.received_at,
+    ...record,
   };
+}
+
+/**
+ * A record (failed audio, revoked key) as a table shows it: an id cut ends in `…`, and a
+ * payload too long to keep says so (the archive keeps the delivery whole).
+ */
+function recordCells(record: RecordedFailure | RevokedKey): Row {
+  return {
+    ...record,
+    ...(record.id_truncated === true ? { id: `${record.id}…` } : {}),
+    ...(record.payload === null && record.payload_bytes !== undefined
+      ? { payload: `(${record.payload_bytes} bytes, not kept)` }
+      : {}),
+  };
+}
+
+/** `revoked-keys`: the revocation registry, newest first. */
+export async function listRevokedKeys(
+  redis: RedisConnection,
+  prefix: string,
+  json: boolean,
+  output: Output,
+): Promise<number> {
+  const keys = await createRevocationRegistry(redis, prefix).listRevokedKeys();
+  printRows(output, json ? keys : keys.map(recordCells), ['id', 'revoked_at', 'payload'], json);
+  return 0;
 }
 
 /**
@@ -107,14 +134,14 @@ export async function listFailures(
   json: boolean,
   output: Output,
 ): Promise<number> {
-  const failures = (await createFailureLog(redis, prefix).list()).map(audioFailedRow);
+  const failures = await createFailureLog(redis, prefix).list();
   const forwardRows = await failedForwards(forwards);
   if (json) {
-    printRows(output, [...failures, ...forwardRows], [], true);
+    printRows(output, [...failures.map(audioFailedRow), ...forwardRows], [], true);
     return 0;
   }
   output.out('audio.failed deliveries recorded (the provider could not make the audio):\n');
-  printRows(output, failures, ['id', 'received_at', 'payload'], false);
+  printRows(output, failures.map(recordCells), ['id', 'received_at', 'payload'], false);
   if (forwardRows.length > 0) {
     output.out(`\nforwards past FORWARD_ATTEMPTS (audio-webhooks retry <id> sends one again):\n`);
     printRows(output, forwardRows, FORWARD_COLUMNS, false);

@@ -65,5 +65,10 @@ export async function forwardAtOnce(
   await queue.add(message.type, data, {
     jobId,
     delay: Math.max(0, dueAt - Date.now()),
+    // Sent everywhere, it is removed: a handled delivery leaves at most 2 KB in Redis, and its
+    // completed job takes most of that (docs/capacity.md). A delivery job run again after that
+    // (its worker died before completing it) may then queue the message again: at least once,
+    // the consumers dedupe on its id. A job that fails is kept, with its message, for `retry`.
+    removeOnComplete: true,
   });
 }

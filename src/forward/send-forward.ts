@@ -39,8 +39,11 @@ export async function sendForward(
   const { waiting, givenUp, progress, dueAt, heldDone } = settled;
   await Promise.all(heldDone.map((name) => deps.control.release(name, job.id ?? '')));
   if (waiting.length === 0 && Object.keys(givenUp).length === 0) {
-    // Sent everywhere: the job is kept an hour, and what it keeps is not the message.
-    if (payloadTooBigToKeep(body)) await job.updateData({ messageId, destinations: [], body: '' });
+    // Sent everywhere: the job is removed (forward-at-once.ts). One queued by an earlier version
+    // is kept an hour, and what it keeps is not the message.
+    if (job.opts.removeOnComplete !== true && payloadTooBigToKeep(body)) {
+      await job.updateData({ messageId, destinations: [], body: '' });
+    }
     return;
   }
   if (waiting.length === 0) {

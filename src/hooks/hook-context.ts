@@ -13,6 +13,12 @@ export interface DeliveryInfo {
   readonly id: string;
   /** When the receiver accepted the delivery, ISO 8601. */
   readonly receivedAt: string;
+  /**
+   * Its `data` as the provider wrote it: the JSON text cut from the body as received, not a
+   * re-serialised copy (JSON.stringify writes 1e20 as 21 digits). The records keep this.
+   * Undefined for a job queued by an earlier version, which holds the parsed delivery only.
+   */
+  readonly dataText?: string;
   /** 1 on the first run of the job, 2 on its first retry, and so on. */
   readonly attempt: number;
   /**

@@ -10,6 +10,7 @@ import {
   shownId,
   type DeliveryJobData,
 } from '../queue/delivery-queue.js';
+import { jsonMember } from '../webhooks/json-member.js';
 import type { DeliveryJob, Handled } from '../workers/dispatch.js';
 
 /** The steps after a delivery is taken, in the order runDelivery runs them. */
@@ -42,10 +43,12 @@ export async function runDelivery(
   const delivery = deliveryOf(job.data);
   // Handled already: its worker died after the last step below, before BullMQ marked it.
   if (delivery === undefined) return undefined;
+  const dataText = job.data.body === undefined ? undefined : jsonMember(job.data.body, 'data');
   const taken: DeliveryJob = {
     delivery,
     jobId: job.id ?? '',
     receivedAt: job.data.receivedAt,
+    ...(dataText === undefined ? {} : { dataText }),
     attempt: job.attemptsMade + 1,
     // A job taken over after its worker died keeps attemptsMade; attemptsStarted counts it.
     firstRun: job.attemptsStarted <= 1 && job.data.replay === undefined,

@@ -1,5 +1,9 @@
 import { duplicateConnection, type RedisConnection } from '../redis/connections.js';
-import { revocationChannel, revocationKey } from '../records/revocation-registry.js';
+import {
+  revocationChannel,
+  revocationField,
+  revocationKey,
+} from '../records/revocation-registry.js';
 import { NoKeyLeftError } from './provider-errors.js';
 import type { ApiKeyConfig } from './provider-settings.js';
 
@@ -30,7 +34,9 @@ export async function createKeyPool(
   redis: RedisConnection,
   prefix: string,
 ): Promise<KeyPool> {
+  // The registry's fields (revocationField: a long id is kept as its digest).
   const revoked = new Set<string>();
+  const isRevoked = (id: string) => revoked.has(revocationField(id));
   const refused = new Set<string>();
   const reload = async () => {
     for (const id of await redis.hkeys(revocationKey(prefix))) revoked.add(id);
@@ -53,17 +59,17 @@ export async function createKeyPool(
 
   return {
     current() {
-      const usable = keys.find((key) => !revoked.has(key.id) && !refused.has(key.id));
+      const usable = keys.find((key) => !isRevoked(key.id) && !refused.has(key.id));
       if (usable !== undefined) return usable;
       throw new NoKeyLeftError(
-        keys.filter((key) => revoked.has(key.id)).map((key) => key.id),
-        keys.filter((key) => refused.has(key.id) && !revoked.has(key.id)).map((key) => key.id),
+        keys.filter((key) => isRevoked(key.id)).map((key) => key.id),
+        keys.filter((key) => refused.has(key.id) && !isRevoked(key.id)).map((key) => key.id),
       );
     },
     refuse(id) {
       refused.add(id);
     },
-    revoked: () => keys.filter((key) => revoked.has(key.id)).map((key) => key.id),
+    revoked: () => keys.filter((key) => isRevoked(key.id)).map((key) => key.id),
     async close() {
       clearInterval(timer);
       await subscriber.quit().catch(() => {

@@ -1,16 +1,22 @@
 import type { RedisConnection } from '../redis/connections.js';
 import type { AudioFailedEvent } from '../webhooks/events.js';
+import { decodeRecord, encodeRecord, recordKey, type KeptRecord } from './record-codec.js';
 
-// A type, not an interface: records are printed by the CLI as they are (rows need an index).
-export type RecordedFailure = {
-  readonly id: string;
-  readonly received_at: string;
-  readonly payload: AudioFailedEvent['data'];
-};
+/**
+ * A recorded `audio.failed` (record-codec.ts): its id (cut past 64 bytes, `id_truncated`), when
+ * it was received, and its `data` as the provider wrote it, or `payload: null` with
+ * `payload_bytes` when that was too long to keep. A type, not an interface: the CLI prints
+ * records as they are (rows need an index).
+ */
+export type RecordedFailure = KeptRecord<'received_at'>;
 
 export interface FailureLog {
-  /** Records an `audio.failed`; false when this id is already recorded. */
-  record(event: AudioFailedEvent, receivedAt: string): Promise<boolean>;
+  /**
+   * Records an `audio.failed`; false when this id is already recorded. `dataText`: its `data`
+   * as the provider wrote it (HookContext's `delivery.dataText`); without it the record keeps
+   * `event.data` re-serialised.
+   */
+  record(event: AudioFailedEvent, receivedAt: string, dataText?: string): Promise<boolean>;
   /** Newest first. */
   list(): Promise<RecordedFailure[]>;
 }
@@ -30,7 +36,10 @@ if excess > 0 then
 end
 return 1`;
 
-/** Recorded `audio.failed` events: a sorted set by time and a hash of records, under the prefix. */
+/**
+ * Recorded `audio.failed` events under the prefix: a sorted set of record keys by time, and a
+ * hash of records by the same keys (recordKey: the id, or its digest when it is long).
+ */
 export function createFailureLog(
   redis: RedisConnection,
   prefix: string,
@@ -39,30 +48,30 @@ export function createFailureLog(
   const index = `${prefix}:audio-failures`;
   const records = `${prefix}:audio-failures:records`;
   return {
-    async record(event, receivedAt) {
-      const record: RecordedFailure = {
-        id: event.data.id,
-        received_at: receivedAt,
-        payload: event.data,
-      };
-      const score = Date.parse(receivedAt);
+    async record(event, receivedAt, dataText) {
+      const { id } = event.data;
       const added = await redis.eval(
         RECORD,
         2,
         index,
         records,
-        score,
-        event.data.id,
-        JSON.stringify(record),
+        Date.parse(receivedAt),
+        recordKey(id),
+        encodeRecord(id, ['received_at', receivedAt], dataText ?? JSON.stringify(event.data)),
         max,
       );
       return added === 1;
     },
     async list() {
-      const ids = await redis.zrevrange(index, 0, -1);
-      if (ids.length === 0) return [];
-      const values = await redis.hmget(records, ...ids);
-      return values.flatMap((v) => (v === null ? [] : [JSON.parse(v) as RecordedFailure]));
+      const keys = await redis.zrevrange(index, 0, -1);
+      if (keys.length === 0) return [];
+      const values = await redis.hmget(records, ...keys);
+      return keys.flatMap((key, i) => {
+        const value = values[i];
+        return value === null || value === undefined
+          ? []
+          : [decodeRecord(value, key, 'received_at')];
+      });
     },
   };
 }

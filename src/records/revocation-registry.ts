@@ -1,32 +1,46 @@
 import type { RedisConnection } from '../redis/connections.js';
 import type { KeyRevokedEvent } from '../webhooks/events.js';
+import { decodeRecord, encodeRecord, recordKey, type KeptRecord } from './record-codec.js';
 
-// A type, not an interface: records are printed by the CLI as they are (rows need an index).
-export type RevokedKey = {
-  readonly id: string;
-  /** When the receiver accepted the revocation, ISO 8601. */
-  readonly revoked_at: string;
-  readonly payload: KeyRevokedEvent['data'];
-};
+/**
+ * A revocation as recorded (record-codec.ts): the key's id (cut past 64 bytes, `id_truncated`),
+ * when the receiver accepted it, and the delivery's `data` as the provider wrote it, or
+ * `payload: null` with `payload_bytes` when that was too long to keep. A type, not an
+ * interface: the CLI prints records as they are (rows need an index).
+ */
+export type RevokedKey = KeptRecord<'revoked_at'>;
 
 export interface RevocationRegistry {
-  /** Records a revocation; false when it was already recorded (a re-run job changes nothing). */
-  record(event: KeyRevokedEvent, revokedAt: string): Promise<boolean>;
-  /** For application code: refuse work for a revoked key. */
+  /**
+   * Records a revocation; false when it was already recorded (a re-run job changes nothing).
+   * `dataText`: its `data` as the provider wrote it (HookContext's `delivery.dataText`); without
+   * it the record keeps `event.data` re-serialised.
+   */
+  record(event: KeyRevokedEvent, revokedAt: string, dataText?: string): Promise<boolean>;
+  /** For application code: refuse work for a revoked key. Any id, however long. */
   isKeyRevoked(id: string): Promise<boolean>;
   /** Newest first. */
   listRevokedKeys(): Promise<RevokedKey[]>;
 }
 
-/** Where a new revocation is announced (the key id), for clients that keep a local set. */
+/**
+ * Where a new revocation is announced (its field in the registry: revocationField), for clients
+ * that keep a local set.
+ */
 export function revocationChannel(prefix: string): string {
   return `${prefix}:revoked-keys:announce`;
 }
 
-/** The hash of revocations: key id → record. */
+/** The hash of revocations: revocationField(key id) → record. */
 export function revocationKey(prefix: string): string {
   return `${prefix}:revoked-keys`;
 }
+
+/**
+ * A key's field in the registry: its id when its JSON text is at most 64 bytes, else a digest
+ * of it (recordKey). A client that reads the fields compares its ids through this.
+ */
+export const revocationField = recordKey;
 
 // Record and announce together: a subscriber never misses a revocation that is stored.
 const RECORD = `
@@ -34,31 +48,38 @@ if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
 redis.call('PUBLISH', ARGV[3], ARGV[1])
 return 1`;
 
-/** The revocation registry: one Redis hash under the queue prefix, key id → record. */
+/** The revocation registry: one Redis hash under the queue prefix, revocationField → record. */
 export function createRevocationRegistry(
   redis: RedisConnection,
   prefix: string,
 ): RevocationRegistry {
   const key = revocationKey(prefix);
   return {
-    async record(event, revokedAt) {
-      const record: RevokedKey = { id: event.data.id, revoked_at: revokedAt, payload: event.data };
+    async record(event, revokedAt, dataText) {
+      const { id } = event.data;
       const added = await redis.eval(
         RECORD,
         1,
         key,
-        event.data.id,
-        JSON.stringify(record),
+        revocationField(id),
+        encodeRecord(id, ['revoked_at', revokedAt], dataText ?? JSON.stringify(event.data)),
         revocationChannel(prefix),
       );
       return added === 1;
     },
     async isKeyRevoked(id) {
-      return (await redis.hexists(key, id)) === 1;
+      const field = revocationField(id);
+      if (field === id) return (await redis.hexists(key, id)) === 1;
+      // A long id that earlier versions recorded is under the whole id.
+      const [digest, whole] = await Promise.all([
+        redis.hexists(key, field),
+        redis.hexists(key, id),
+      ]);
+      return digest === 1 || whole === 1;
     },
     async listRevokedKeys() {
-      const records = Object.values(await redis.hgetall(key)).map(
-        (v) => JSON.parse(v) as RevokedKey,
+      const records = Object.entries(await redis.hgetall(key)).map(([field, value]) =>
+        decodeRecord(value, field, 'revoked_at'),
       );
       return records.sort((a, b) => b.revoked_at.localeCompare(a.revoked_at));
     },

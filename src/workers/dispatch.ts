@@ -16,6 +16,8 @@ export interface DeliveryJob {
   readonly delivery: Delivery;
   readonly jobId: string;
   readonly receivedAt: string;
+  /** Its `data` as the provider wrote it (DeliveryInfo's `dataText`). */
+  readonly dataText?: string;
   /** 1 on the first run. */
   readonly attempt: number;
   /** No run of this job started before (not a retry, not taken over, not a replay). */
@@ -51,6 +53,7 @@ function run(job: DeliveryJob, context: WorkerContext, outcome: StoredOutcome): 
     event: delivery.event,
     id,
     receivedAt: job.receivedAt,
+    ...(job.dataText === undefined ? {} : { dataText: job.dataText }),
     attempt: job.attempt,
     firstRun: job.firstRun ?? false,
     replay: job.replay,

@@ -126,6 +126,48 @@ it('recording is idempotent and bounded', async () => {
   ).toBe(3);
 });
 
+it('records of an earlier version (the whole id, the data re-serialised) are still read', async () => {
+  const prefix = p.receiver.config.queuePrefix;
+  const redis = p.receiver.redis;
+  const longId = `key_${'l'.repeat(300)}`;
+  const at = '2026-01-01T00:00:00.000Z';
+  for (const id of ['key_old', longId]) {
+    await redis.hset(
+      `${prefix}:revoked-keys`,
+      id,
+      JSON.stringify({ id, revoked_at: at, payload: { id, reason: 'leaked' } }),
+    );
+  }
+  await redis.zadd(`${prefix}:audio-failures`, Date.parse(at), 'job-old');
+  await redis.hset(
+    `${prefix}:audio-failures:records`,
+    'job-old',
+    JSON.stringify({ id: 'job-old', received_at: at, payload: { id: 'job-old', n: 1 } }),
+  );
+
+  const registry = createRevocationRegistry(redis, prefix);
+  expect(await registry.isKeyRevoked('key_old')).toBe(true);
+  expect(await registry.isKeyRevoked(longId)).toBe(true);
+  expect(await registry.isKeyRevoked(`${longId}x`)).toBe(false);
+  expect(JSON.parse((await p.cli('revoked-keys', '--json')).stdout)).toEqual(
+    expect.arrayContaining([
+      { id: 'key_old', revoked_at: at, payload: { id: 'key_old', reason: 'leaked' } },
+      {
+        id: longId.slice(0, 64),
+        id_truncated: true,
+        revoked_at: at,
+        payload: { id: longId, reason: 'leaked' },
+      },
+    ]),
+  );
+  expect(JSON.parse((await p.cli('failures', '--json')).stdout)).toEqual([
+    expect.objectContaining({ id: 'job-old', received_at: at, payload: { id: 'job-old', n: 1 } }),
+  ]);
+  // A delivery of it now is the same item: recorded once.
+  const log = createFailureLog(redis, prefix);
+  expect(await log.record({ event: 'audio.failed', data: { id: 'job-old' } }, at)).toBe(false);
+});
+
 it('failed jobs are listed and put back by retry', async () => {
   // No CDN_URL: every download is refused at once, so the job fails for good.
   await p.post(sampleDelivery('audio.ready', { id: 'nowhere' })).expect(202);

@@ -8,7 +8,8 @@ export async function handleKeyRevoked(
   context: HookContext,
   hooks: Hooks,
 ): Promise<{ recorded: boolean }> {
-  const recorded = await context.revocations.record(event, context.delivery.receivedAt);
+  const { receivedAt, dataText } = context.delivery;
+  const recorded = await context.revocations.record(event, receivedAt, dataText);
   context.logger.warn({ keyId: event.data.id }, 'API key revoked');
   await hooks.keyRevoked(event, context);
   return { recorded };
