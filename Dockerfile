@@ -23,7 +23,9 @@ COPY --from=build /app/dist ./dist
 COPY bin ./bin
 RUN mkdir -p /app/data/audio /app/data/sandbox && chown -R node:node /app/data
 USER node
-ENV PORT=3000 AUDIO_DIR=/app/data/audio
+# Every interface: the load balancer, the compose network and the probes reach the container from
+# outside it (the service's own default is loopback).
+ENV PORT=3000 HOST=0.0.0.0 AUDIO_DIR=/app/data/audio
 # 3000: the deliveries (PORT); 9464: metrics and the dashboard when INTERNAL_PORT=9464 (compose, Kubernetes)
 EXPOSE 3000 9464
 # Liveness only; the load balancer should use /readyz. Node's fetch: the slim image has no curl.

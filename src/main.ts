@@ -16,6 +16,7 @@ import { serveWorkerHealth } from './workers/health-server.js';
 import { CaFileError } from './workers/worker-context.js';
 import type { Logger } from 'pino';
 import { readyWithin } from './redis/connections.js';
+import { checkEvictionPolicy, EvictionPolicyError } from './redis/write-gate.js';
 import { DeadlineError } from './util/deadline.js';
 import { EventDefinitionError } from './hooks/custom-events.js';
 
@@ -28,6 +29,7 @@ async function main(): Promise<void> {
   const dotenv = loadDotEnv();
   const config = loadConfig();
   const logger = createLogger(config.logLevel, undefined, config.logFormat);
+  await checkEvictionPolicy(config, POLICY_CHECK_MS);
   // Loaded before a cluster forks too: a custom event that cannot be served stops the start here.
   const custom = loadCustom();
   if (config.role === 'web' && config.webConcurrency > 1 && cluster.isPrimary) {
@@ -126,10 +128,14 @@ async function startWeb(config: Config, logger: Logger, options: ReceiverOptions
   if (cluster.isWorker) await readyWithin(receiver.redis, CLUSTER_READY_WAIT_MS);
   const servers: RunningServer[] = [];
   try {
-    servers.push(await serve(receiver.listener, config.port, config.host));
+    const { maxConnections } = config;
+    servers.push(await serve(receiver.listener, config.port, config.host, { maxConnections }));
     if (receiver.internal !== undefined && config.internalPort !== undefined)
       servers.push(
-        await serve(receiver.internal, config.internalPort, config.host, 'INTERNAL_PORT'),
+        await serve(receiver.internal, config.internalPort, config.host, {
+          portName: 'INTERNAL_PORT',
+          maxConnections,
+        }),
       );
   } catch (error: unknown) {
     await Promise.all(servers.map((server) => server.close()));
@@ -141,6 +147,8 @@ async function startWeb(config: Config, logger: Logger, options: ReceiverOptions
 }
 
 const CLUSTER_READY_WAIT_MS = 2_000;
+/** How long the start-up check of Redis's eviction policy waits for Redis before leaving it to the running check. */
+const POLICY_CHECK_MS = 2_000;
 
 /**
  * Errors an operator fixes by changing a setting, or a start-up wait that ran out (its message
@@ -153,6 +161,7 @@ const SETTING_ERRORS = [
   CaFileError,
   EventDefinitionError,
   DeadlineError,
+  EvictionPolicyError,
 ];
 
 main().catch((error: unknown) => {

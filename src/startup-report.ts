@@ -3,12 +3,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { redisTarget } from './redis/connections.js';
-
-/** Secrets shipped as examples (.env.example, docker-compose.yml): fine on a laptop only. */
-export const PLACEHOLDER_SECRETS: readonly string[] = [
-  'whsec_replace_me',
-  'dev-only-secret-change-me',
-];
+import { PLACEHOLDER_SECRETS } from './config/receiver-settings.js';
 
 export function packageVersion(): string {
   try {

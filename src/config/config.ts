@@ -1,6 +1,7 @@
 import type { z } from 'zod';
+import { isLoopback, weakSecrets } from './receiver-settings.js';
 import { destinationSources } from './resolve-destinations.js';
-import { SETTINGS, type SettingSpec } from './settings.js';
+import { SENDER_RETRY_WINDOW_SECONDS, SETTINGS, type SettingSpec } from './settings.js';
 
 export { SENDER_RETRY_WINDOW_SECONDS, SETTINGS, type Reader } from './settings.js';
 
@@ -83,14 +84,28 @@ export function loadConfig(
   options: LoadOptions = {},
 ): Config {
   const config = parseSettings(SETTINGS, env, options);
-  const problems = crossProblems(config);
+  const problems = crossProblems(config, options);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }
 
 /** Settings that are each fine alone but not together. */
-function crossProblems(config: Config): string[] {
+function crossProblems(config: Config, { forCli = false }: LoadOptions): string[] {
   const problems: string[] = [];
+  // Where others can reach the listener, a secret they can read or guess lets them sign
+  // deliveries. The CLI listens nowhere.
+  const weak = forCli || isLoopback(config.host) ? undefined : weakSecrets(config.webhookSecrets);
+  if (weak !== undefined) {
+    problems.push(
+      `WEBHOOK_SECRETS ${weak}: refused because HOST ${config.host} is not loopback, so anyone who reaches it could sign deliveries; set the signing secret from the provider's dashboard, or HOST=127.0.0.1`,
+    );
+  }
+  const dedupeFloor = SENDER_RETRY_WINDOW_SECONDS + config.signatureToleranceSeconds;
+  if (config.dedupeTtlSeconds <= dedupeFloor) {
+    problems.push(
+      `DEDUPE_TTL_SECONDS (${config.dedupeTtlSeconds}) must exceed the sender's retry window (${SENDER_RETRY_WINDOW_SECONDS} s) plus SIGNATURE_TOLERANCE_SECONDS (${config.signatureToleranceSeconds}), ${dedupeFloor} s: a retry is accepted that long after the first attempt, and must be found a duplicate`,
+    );
+  }
   const cluster = config.redisClusterNodes.length > 0;
   if (cluster && config.redisSentinels.length > 0) {
     problems.push('REDIS_SENTINELS and REDIS_CLUSTER_NODES exclude each other: set one');

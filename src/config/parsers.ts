@@ -38,6 +38,49 @@ export const secrets = z
   .transform(list)
   .refine((items) => items.every((s) => s.length > 0), 'must not contain an empty secret');
 
+/**
+ * A Redis URL as ioredis reads it: `redis://` or `rediss://`, a host, a port from 1 to 65535, a
+ * database number as the path, and a user and password whose %-escapes decode. A problem names
+ * the part at fault and never quotes the URL, which may hold the password; the value is kept as
+ * written.
+ */
+export const redisUrl = z.string().superRefine((raw, ctx) => {
+  const problem = redisUrlProblem(raw);
+  if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+const BAD_PORT = 'has a port that is not a whole number from 1 to 65535';
+
+function redisUrlProblem(raw: string): string | undefined {
+  if (!/^rediss?:\/\//.test(raw)) return 'must start with redis:// or rediss://';
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    // The URL parser says only "Invalid URL": find the part, without quoting any of it.
+    const [start = '', authority = ''] = /^rediss?:\/\/([^/?#]*)/.exec(raw) ?? [];
+    // A / ? or # in a password ends the authority early, and the rest reads as host and port.
+    if (raw.slice(start.length).includes('@'))
+      return 'has a / ? or # in its user or password: write them %2F %3F %23';
+    const hostPort = authority.slice(authority.lastIndexOf('@') + 1);
+    const port = /:([^:\]]*)$/.exec(hostPort)?.[1];
+    if (port !== undefined && !(/^\d*$/.test(port) && Number(port) <= 65535)) return BAD_PORT;
+    if (hostPort === '' || hostPort.startsWith(':')) return 'names no host';
+    return 'is not a valid URL: check its host';
+  }
+  if (url.hostname === '') return 'names no host';
+  if (url.port !== '' && Number(url.port) < 1) return BAD_PORT;
+  try {
+    decodeURIComponent(url.username);
+    decodeURIComponent(url.password);
+  } catch {
+    return 'has a bad %-escape in its user or password: write a literal % as %25';
+  }
+  if (!/^\/?(\d+)?$/.test(url.pathname))
+    return 'has a path that is not a database number such as /0';
+  return undefined;
+}
+
 /** `https://host[:port]`, normalised by the URL parser (so `HTTPS://Cdn.Example.com:443` matches). */
 export const origin = z.string().transform((raw, ctx) => {
   let url: URL;

@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { int, secrets } from './parsers.js';
 import type { SettingSpec } from './setting-spec.js';
@@ -8,7 +10,7 @@ export const RECEIVER_SETTINGS = {
     schema: secrets,
     required: true,
     readBy: ['web', 'cli', 'sandbox'],
-    doc: 'comma-separated signing secrets; any one verifies a delivery (rotation)',
+    doc: 'comma-separated signing secrets; any one verifies a delivery (rotation); with a HOST other than loopback, each must be 24 characters or more after `whsec_` and not an example from this repository, else start-up is refused',
   },
   PORT: { schema: int(0, 65535), default: '3000', readBy: ['web', 'cli'], doc: 'HTTP port' },
   INTERNAL_PORT: {
@@ -18,9 +20,9 @@ export const RECEIVER_SETTINGS = {
   },
   HOST: {
     schema: z.string(),
-    default: '0.0.0.0',
+    default: '127.0.0.1',
     readBy: ['web', 'worker'],
-    doc: "HTTP listen address (also the worker's WORKER_HEALTH_PORT)",
+    doc: "HTTP listen address (also the worker's WORKER_HEALTH_PORT); `0.0.0.0` for every interface, as the Dockerfile, compose and deploy/ set it",
   },
   WEBHOOK_PATH: {
     schema: z.string().regex(/^\/[\w\-./]*$/, 'must be a path such as /webhooks'),
@@ -40,4 +42,65 @@ export const RECEIVER_SETTINGS = {
     readBy: ['web'],
     doc: 'larger bodies get 413',
   },
+  MAX_CONNECTIONS: {
+    // Each connection holds a file descriptor, and a process out of them fails its accepts,
+    // Redis connections and file opens alike. 512 leaves half of the common 1024 open-file
+    // limit to everything else, and is far above what a load balancer's keep-alive pool holds
+    // open to one process; past it, a flood of connections is refused one by one.
+    schema: int(1, 1_000_000),
+    default: '512',
+    readBy: ['web'],
+    doc: 'open connections per listening port of a receiver process; more are closed as they arrive (each holds a file descriptor: keep it under the open-file limit)',
+  },
 } as const satisfies Record<string, SettingSpec>;
+
+/**
+ * The example secrets this repository's files hold (.env.example, docker-compose.yml): anyone
+ * can read them, so anyone could sign deliveries with them. A test keeps this list in step
+ * with those files.
+ */
+export const PLACEHOLDER_SECRETS: readonly string[] = [
+  'whsec_replace_me',
+  'dev-only-secret-change-me',
+];
+
+/**
+ * A signing secret's characters after its optional `whsec_` prefix, at least, where HOST lets
+ * others reach the listener: 24 random characters are beyond guessing, while a shorter secret
+ * is most often a hand-typed example.
+ */
+export const MIN_SECRET_CHARS = 24;
+
+/** Why a secret must not guard a listener others can reach; undefined when it may. */
+function weakness(secret: string): string | undefined {
+  if (PLACEHOLDER_SECRETS.includes(secret)) return 'an example from this repository';
+  if (secret.replace(/^whsec_/, '').length < MIN_SECRET_CHARS)
+    return `shorter than ${MIN_SECRET_CHARS} characters after its whsec_ prefix`;
+  return undefined;
+}
+
+/**
+ * What is wrong with the secrets for a listener others can reach, as one phrase that names
+ * entries by position and never holds a secret; undefined when every one is fit.
+ */
+export function weakSecrets(secrets: readonly string[]): string | undefined {
+  const weak = secrets.flatMap((secret, at) => {
+    const why = weakness(secret);
+    return why === undefined
+      ? []
+      : [secrets.length === 1 ? `is ${why}` : `entry ${at + 1} is ${why}`];
+  });
+  return weak.length === 0 ? undefined : weak.join(', ');
+}
+
+/**
+ * True when HOST keeps the listener on this machine: `localhost`, or an address in 127.0.0.0/8
+ * or ::1 (IPv4-mapped forms too). Only the forms a socket binds as written count (net.isIP is
+ * strict where ipaddr.js would also read `127.1`); anything else is taken as reachable.
+ */
+export function isLoopback(host: string): boolean {
+  if (host.toLowerCase() === 'localhost') return true;
+  const address = host.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
+  if (isIP(address) === 0) return false;
+  return ipaddr.process(address).range() === 'loopback';
+}

@@ -1,10 +1,12 @@
 import { z } from 'zod';
-import { hostPorts, int } from './parsers.js';
+import { hostPorts, int, redisUrl } from './parsers.js';
 import type { SettingSpec } from './setting-spec.js';
 
 /**
  * The sender retries for 30 s + 5 min + 30 min + 2 h + 6 h = 8 h 35 min 30 s after the first
- * attempt (docs/provider.md, "Retries"). A dedupe window shorter than that would let a late retry run twice.
+ * attempt (docs/provider.md, "Retries"). The last retry's signature is accepted for
+ * SIGNATURE_TOLERANCE_SECONDS after its `t`, so the dedupe window must outlast both together
+ * (config.ts checks it): a shorter one lets a late retry run twice.
  */
 export const SENDER_RETRY_WINDOW_SECONDS = 30 + 5 * 60 + 30 * 60 + 2 * 3600 + 6 * 3600;
 
@@ -14,10 +16,10 @@ export const SENDER_RETRY_WINDOW_SECONDS = 30 + 5 * 60 + 30 * 60 + 2 * 3600 + 6 
  */
 export const REDIS_SETTINGS = {
   REDIS_URL: {
-    schema: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://'),
+    schema: redisUrl,
     default: 'redis://127.0.0.1:6379',
     readBy: ['web', 'worker', 'cli', 'sandbox'],
-    doc: 'Redis for dedupe, queues and records (`rediss://` for TLS; password in the URL)',
+    doc: 'Redis for dedupe, queues and records (`rediss://` for TLS; password in the URL, `%`-escaped); a malformed one (bad port, bad `%` escape, another scheme) stops start-up with one line that never shows the password',
   },
   REDIS_SENTINELS: {
     schema: hostPorts,
@@ -54,13 +56,16 @@ export const REDIS_SETTINGS = {
     doc: 'key prefix of the queue and records; a hash tag such as `{aw}` for Redis Cluster',
   },
   DEDUPE_TTL_SECONDS: {
-    schema: int(
-      SENDER_RETRY_WINDOW_SECONDS + 1,
-      Number.MAX_SAFE_INTEGER,
-      `must exceed the sender's retry window of ${SENDER_RETRY_WINDOW_SECONDS} s (8 h 35 min 30 s)`,
-    ),
+    // Its lower bound depends on SIGNATURE_TOLERANCE_SECONDS too: config.ts checks the pair.
+    schema: int(1),
     default: '259200',
     readBy: ['web'],
-    doc: 'how long an `event` + `data.id` pair is remembered (3 days); must exceed the retry window (30,930 s)',
+    doc: "how long an `event` + `data.id` pair is remembered (3 days); must exceed the sender's retry window (30,930 s) plus SIGNATURE_TOLERANCE_SECONDS",
+  },
+  REDIS_MEMORY_RESERVE_PERCENT: {
+    schema: int(2, 50),
+    default: '10',
+    readBy: ['web', 'worker'],
+    doc: "part of Redis's maxmemory kept for the workers to drain: from 100 − this % on deliveries get 503, from 100 − half of it workers take no new delivery and finish forwards (docs/capacity.md)",
   },
 } as const satisfies Record<string, SettingSpec>;

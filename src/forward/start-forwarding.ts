@@ -8,11 +8,13 @@ import { registerOldestWaiting } from '../telemetry/queue-age.js';
 import type { Config } from '../config/config.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { startJobWorker } from '../jobs/start-job-worker.js';
+import { isRefusal, type WriteGate } from '../redis/write-gate.js';
 import { createAmqpSender } from './amqp-sender.js';
 import { resolveDestinations, type ResolvedDestination } from '../config/resolve-destinations.js';
 import { createSlidingWindowLimiter } from '../redis/sliding-window-limiter.js';
 import { DestinationBoard } from './destination-board.js';
 import { destinationControl } from './destination-control.js';
+import { announceDestinations } from './destination-roster.js';
 import { createForwardQueue, FORWARD_QUEUE, type ForwardJobData } from '../queue/forward-queue.js';
 import { forwardAtOnce } from './forward-at-once.js';
 import type { ForwardMessage } from './forward-message.js';
@@ -54,11 +56,14 @@ export function startForwarding(
   {
     registries,
     reportError,
+    gate,
   }: {
     /** Where its metrics are shown (the worker's, and the receiver's with ROLE=all). */
     readonly registries: readonly Registry[];
     /** The delivery worker's: a connection error is reported once, by state. */
     readonly reportError: (error: unknown, msg: string) => void;
+    /** The process's: no forward is taken while Redis refuses writes. */
+    readonly gate?: WriteGate | undefined;
   },
 ): Forwarding | undefined {
   const destinations = resolveDestinations(config);
@@ -124,6 +129,8 @@ export function startForwarding(
     holdMs: config.forwardHoldSeconds * 1000,
   };
   board.start();
+  // `forward status` and `pause` in a shell without FORWARD_URLS read the list from here.
+  const roster = announceDestinations(redis, config.queuePrefix, destinations, reportError);
   const worker = startJobWorker<ForwardJobData>((job, token) => sendForward(job, token, deps), {
     queue: 'forwards',
     connection: redis,
@@ -139,6 +146,8 @@ export function startForwarding(
     },
     logger,
     reportError,
+    gate,
+    holdsFor: isRefusal,
     label: 'forward',
     whenFailed: 'listed by `audio-webhooks failures`, sent again by `retry <jobId>`',
     describe: (job) => ({ destinations: job.data.destinations, messageId: job.data.messageId }),
@@ -148,7 +157,7 @@ export function startForwarding(
     forward: (deliveryJobId, message) =>
       forwardAtOnce(queue, destinations, deliveryJobId, message, deps),
     async close() {
-      await board.close();
+      await Promise.all([board.close(), roster.close()]);
       await worker.close(redis.status !== 'ready');
       await queue.close();
       await Promise.all([...senders.values()].map((sender) => sender.close()));

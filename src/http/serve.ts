@@ -10,24 +10,29 @@ export class ListenError extends Error {
   }
 }
 
-function listenProblem(
+/**
+ * A failed listen as one line naming the settings to fix: `name` the port's (`PORT`), `hostName`
+ * the address's (`HOST`); the sandbox names its own (`SANDBOX_PORT (--port)`).
+ */
+export function listenProblem(
   error: NodeJS.ErrnoException,
   port: number,
   host: string,
   name: string,
+  hostName = 'HOST',
 ): string {
   switch (error.code) {
     case 'EADDRINUSE':
-      return `${name} ${port} is already in use on HOST ${host}: set ${name} to a free port, or stop the other process`;
+      return `${name} ${port} is already in use on ${hostName} ${host}: set ${name} to a free port, or stop the other process`;
     case 'EACCES':
-      return `${name} ${port} on HOST ${host} needs privileges this process lacks: set ${name} above 1023`;
+      return `${name} ${port} on ${hostName} ${host} needs privileges this process lacks: set ${name} above 1023`;
     case 'EADDRNOTAVAIL':
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
     case 'EAI_NONAME':
-      return `HOST ${host} is not an address of this machine: set HOST to one of its addresses, or 0.0.0.0 for all`;
+      return `${hostName} ${host} is not an address of this machine: set ${hostName} to one of its addresses, or 0.0.0.0 for all`;
     default:
-      return `cannot listen on HOST ${host} ${name} ${port}: ${error.message}`;
+      return `cannot listen on ${hostName} ${host} ${name} ${port}: ${error.message}`;
   }
 }
 
@@ -41,22 +46,41 @@ export interface RunningServer {
 /**
  * Timeouts bound what a client can hold open. The keep-alive timeout outlasts the 60 s idle
  * timeout of common load balancers, so the balancer closes idle connections first and never
- * sends a request down a socket we are closing (the classic intermittent 502).
+ * sends a request down a socket we are closing (the classic intermittent 502). A request must
+ * have sent its headers within `headersMs` and all of it within `requestMs`.
  */
 export const SERVER_TIMEOUTS = { keepAliveMs: 65_000, headersMs: 20_000, requestMs: 30_000 };
+
+/**
+ * How often Node looks for requests past `headersMs` or `requestMs`. Node checks every 30 s
+ * unless told otherwise, which lets a slow client hold its connection up to 30 s past its
+ * deadline; checking every second ends it within a second of it.
+ */
+const DEADLINE_CHECK_MS = 1_000;
+
+export interface ServeOptions {
+  /** The variable that names `port`, for the error an operator reads. */
+  readonly portName?: string;
+  /** Open connections at most (MAX_CONNECTIONS); more are closed as they arrive. Unset: no cap. */
+  readonly maxConnections?: number;
+  /** The request deadlines, SERVER_TIMEOUTS's unless given (a test shortens them). */
+  readonly timeouts?: Partial<Pick<typeof SERVER_TIMEOUTS, 'headersMs' | 'requestMs'>>;
+}
 
 export async function serve(
   app: RequestListener,
   port: number,
   host: string,
-  /** The variable that names `port`, for the error an operator reads. */
-  portName = 'PORT',
+  { portName = 'PORT', maxConnections, timeouts = {} }: ServeOptions = {},
 ): Promise<RunningServer> {
-  const server = createServer();
+  const server = createServer({
+    connectionsCheckingInterval: DEADLINE_CHECK_MS,
+    headersTimeout: timeouts.headersMs ?? SERVER_TIMEOUTS.headersMs,
+    requestTimeout: timeouts.requestMs ?? SERVER_TIMEOUTS.requestMs,
+    keepAliveTimeout: SERVER_TIMEOUTS.keepAliveMs,
+  });
   deferContinue(server);
-  server.keepAliveTimeout = SERVER_TIMEOUTS.keepAliveMs;
-  server.headersTimeout = SERVER_TIMEOUTS.headersMs;
-  server.requestTimeout = SERVER_TIMEOUTS.requestMs;
+  if (maxConnections !== undefined) server.maxConnections = maxConnections;
 
   const inFlight = new Set<ServerResponse>();
   let closing = false;

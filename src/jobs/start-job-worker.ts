@@ -1,14 +1,16 @@
 import { Worker, type Job, type Telemetry } from 'bullmq';
 import type { Logger } from 'pino';
 import type { RedisConnection } from '../redis/connections.js';
+import type { HoldReason, WriteGate } from '../redis/write-gate.js';
 import { backoffStrategy, type RetryPolicy } from './retry-policy.js';
 
 /**
  * How long finished jobs are kept, by queue: set on the worker rather than on each job, so the
  * receiver's hot path does not carry it. Completed deliveries are kept a day (for the
  * dashboard; a record, not the payload, once over 512 bytes), failed ones for inspection and
- * `retry`; sent forwards an hour (a delivery job run again meanwhile adds none), failed ones for
- * `failures`.
+ * `retry`; failed forwards for `failures`. A forward job asks to be removed once sent
+ * (forward-at-once.ts), so the `completed` rule of forwards applies only to jobs queued by an
+ * earlier version.
  */
 export const KEEP = {
   deliveries: { completed: { age: 24 * 3600, count: 10_000 }, failed: { count: 50_000 } },
@@ -27,6 +29,15 @@ export interface JobWorkerOptions<Data> {
   readonly logger: Logger;
   /** Reports the worker's errors (a connection error once, by state: watch-redis.ts). */
   readonly reportError: (error: unknown, msg: string) => void;
+  /**
+   * While it holds writes back (Redis refuses them: write-gate.ts), the worker takes no job:
+   * BullMQ retries a refused fetch at once, without end. @defaultValue none
+   */
+  readonly gate?: Pick<WriteGate, 'onChange'> | undefined;
+  /**
+   * Whether the worker stops for this reason of the gate's. @defaultValue every reason
+   */
+  readonly holdsFor?: ((reason: HoldReason) => boolean) | undefined;
   /** What a "failed" line says of the job, besides its id, name and attempts. */
   readonly describe: (job: Job<Data>) => Record<string, unknown>;
   /** What its log lines call a job: `job`, `forward`. */
@@ -108,5 +119,11 @@ export function startJobWorker<Data>(
   worker.on('error', (error) => {
     options.reportError(error, `${options.queue} worker error`);
   });
+  const holdsFor = options.holdsFor ?? (() => true);
+  const stopListening = options.gate?.onChange((reason) => {
+    // Active jobs go on (their end is a write the gate's probe waits for too).
+    void (reason !== undefined && holdsFor(reason) ? worker.pause(true) : worker.resume());
+  });
+  worker.on('closing', () => stopListening?.());
   return worker;
 }

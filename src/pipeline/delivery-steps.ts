@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from '../config/config.js';
 import { startForwarding } from '../forward/start-forwarding.js';
 import type { RedisConnection } from '../redis/connections.js';
+import type { WriteGate } from '../redis/write-gate.js';
 import { dispatch } from '../workers/dispatch.js';
 import type { WorkerContext } from '../workers/worker-context.js';
 import { startArchiving } from './archive-deliveries.js';
@@ -28,6 +29,8 @@ export function createDeliverySteps(
     readonly registries: readonly Registry[];
     /** The worker's: a connection error is reported once, by state. */
     readonly reportError: (error: unknown, msg: string) => void;
+    /** The process's: no job is taken while Redis refuses writes. */
+    readonly gate?: WriteGate | undefined;
   },
 ): RunningSteps {
   const archiver = startArchiving(config, context.store, logger, shared.registries);

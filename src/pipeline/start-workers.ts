@@ -6,7 +6,9 @@ import { queueReaders } from '../jobs/queue-readers.js';
 import { startJobWorker } from '../jobs/start-job-worker.js';
 import { createWorkerRedis, redisTarget } from '../redis/connections.js';
 import { isConnectionError, watchRedis } from '../redis/watch-redis.js';
+import { WriteGate } from '../redis/write-gate.js';
 import { createRegistry } from '../telemetry/metrics.js';
+import { registerHoldGauge } from '../telemetry/redis-gauges.js';
 import { registerStoreGauges } from '../telemetry/store-gauges.js';
 import { createWorkerMetrics } from '../telemetry/worker-metrics.js';
 import { createLiveness, type Liveness } from '../workers/liveness.js';
@@ -48,7 +50,19 @@ export async function startWorkers(
   const connection = watchRedis(redis, logger, 'worker', redisTarget(config));
   // BullMQ repeats its connections' errors on the Queue and the Worker: an outage is logged
   // once, by state, however many objects report it.
+  // A refused write (OOM, READONLY, LOADING, MISCONF) is a state too: the gate logs it once,
+  // holds the workers' intake, probes with backoff and lets them go on once Redis takes writes.
+  // The receivers stop at the reserve; the delivery worker stops halfway into it, since a
+  // delivery handled becomes forward messages and records before its body is freed, and the
+  // half left is for the forwards and the jobs already running to finish (docs/capacity.md).
+  const gate = new WriteGate(redis, {
+    logger,
+    name: 'worker',
+    probeKey: `${config.queuePrefix}:write-probe`,
+    reservePercent: config.redisMemoryReservePercent / 2,
+  }).start();
   const reportError = (error: unknown, msg: string) => {
+    if (gate.refused(error)) return;
     if (isConnectionError(error)) connection.down(error);
     else logger.error({ err: error }, msg);
   };
@@ -66,6 +80,8 @@ export async function startWorkers(
     ...(options.alsoRegisterOn === undefined ? [] : [options.alsoRegisterOn]),
   ];
   const metrics = createWorkerMetrics(registries);
+  // The worker's own /metrics only: with ROLE=all, PORT's /metrics shows the receiver's gate.
+  registerHoldGauge([registry], () => gate.holding);
   // AUDIO_DIR's filesystem; a fork's own store (src/custom/store.ts) may keep audio elsewhere.
   if (config.audioStore === 'local') registerStoreGauges(registries, config.audioDir);
   const context = await createWorkerContext(config, logger, redis, {
@@ -75,6 +91,7 @@ export async function startWorkers(
     ca: options.ca,
     metrics,
   }).catch((error: unknown) => {
+    gate.stop();
     redis.disconnect();
     throw error;
   });
@@ -89,7 +106,11 @@ export async function startWorkers(
     },
     isPaused: () => worker.isPaused(),
   });
-  const steps = createDeliverySteps(config, logger, redis, context, { registries, reportError });
+  const steps = createDeliverySteps(config, logger, redis, context, {
+    registries,
+    reportError,
+    gate,
+  });
   const worker: DeliveryWorker = startJobWorker(
     (job) => liveness.track(() => runDelivery(job, steps)),
     {
@@ -102,6 +123,9 @@ export async function startWorkers(
       policy: { attempts: config.downloadAttempts, backoffMs: config.downloadBackoffMs },
       logger,
       reportError,
+      gate,
+      // Under an evicting policy the receivers refuse; what is queued is still drained.
+      holdsFor: (reason) => reason !== 'eviction_policy',
       label: 'job',
       whenFailed: 'kept for inspection (audio-webhooks failed)',
       describe: describeDeliveryJob,
@@ -118,6 +142,7 @@ export async function startWorkers(
     async close() {
       // With Redis away no active job can finish (completing one is a Redis write), and a
       // graceful close would wait for the shutdown deadline: leave them to the stalled-job check.
+      gate.stop();
       const redisDown = redis.status !== 'ready';
       await worker.close(redisDown);
       await steps.close();

@@ -28,6 +28,9 @@ export type StoreDelivery = (delivery: Delivery, body: string) => Promise<Enqueu
  * command timeout. Commands queued behind a stalled pipeline each get ioredis's own timeout
  * only once sent, which let a paused Redis hold requests for about 2 s; this bounds the request.
  */
+/** What a queued delivery costs Redis besides its body: the job's fields, its mark, its event. */
+const JOB_OVERHEAD_BYTES = 1024;
+
 export function createDeliveryStore(
   queue: DeliveryQueue,
   redis: RedisConnection,
@@ -47,7 +50,9 @@ export function createDeliveryStore(
     // Without replicas to wait for, the add is the whole store: no step added per delivery.
     const stored = confirm === undefined ? added : added.then(confirmed(confirm, config));
     try {
-      return await withDeadline(stored, deadlineMs, 'Redis');
+      const result = await withDeadline(stored, deadlineMs, 'Redis');
+      if (!result.duplicate) gate?.wrote(body.length + JOB_OVERHEAD_BYTES);
+      return result;
     } catch (error: unknown) {
       gate?.refused(error);
       throw classifyStoreError(error);

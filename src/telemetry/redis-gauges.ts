@@ -2,6 +2,7 @@ import { Gauge, type Registry } from 'prom-client';
 import { JOB_COUNTS_DEADLINE_MS } from '../jobs/job-counts.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { withDeadline } from '../util/deadline.js';
+import { HOLD_REASONS, type HoldReason } from '../redis/write-gate.js';
 
 /** A field of INFO's `name:value` lines, as a number; undefined when absent. */
 function infoField(info: string, name: string): number | undefined {
@@ -63,4 +64,25 @@ export function registerRedisGauges(registry: Registry, redis: RedisConnection):
     'maxmemory',
     "The Redis server's maxmemory in bytes (0: no limit), read at scrape; at it, a noeviction Redis refuses new deliveries",
   );
+}
+
+/**
+ * `webhook_redis_holding{reason}`: 1 for the reason a process holds its writes back now
+ * (redis/write-gate.ts), 0 for the others; the highest over a receiver's processes.
+ */
+export function registerHoldGauge(
+  registries: readonly Registry[],
+  holding: () => HoldReason | undefined,
+): void {
+  new Gauge({
+    name: 'webhook_redis_holding',
+    help: '1 while this process holds writes back for this reason: eviction_policy, memory_reserve (deliveries get 503), oom, readonly, loading, misconf (Redis refuses writes)',
+    labelNames: ['reason'],
+    registers: [...registries],
+    aggregator: 'max',
+    collect() {
+      const now = holding();
+      for (const reason of HOLD_REASONS) this.set({ reason }, reason === now ? 1 : 0);
+    },
+  });
 }

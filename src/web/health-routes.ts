@@ -1,9 +1,12 @@
 import { Router } from 'express';
 import { Cluster } from 'ioredis';
 import type { RedisConnection, Topology } from '../redis/connections.js';
+import type { WriteGate } from '../redis/write-gate.js';
 
 export interface HealthDeps {
   readonly redis: RedisConnection;
+  /** Not ready while Redis's eviction policy may evict the dedupe marks. */
+  readonly gate?: Pick<WriteGate, 'holding' | 'detail'>;
   readonly isShuttingDown: () => boolean;
   readonly topology: Topology;
   /**
@@ -31,6 +34,7 @@ function attachedTo(redis: RedisConnection): string | null {
  */
 export function healthRoutes({
   redis,
+  gate,
   isShuttingDown,
   topology,
   namePrimary,
@@ -58,7 +62,11 @@ export function healthRoutes({
       topology,
       ...(namePrimary ? { primary: redisUp ? attachedTo(redis) : null } : {}),
     };
-    if (redisUp) res.json({ status: 'ready', redis: facts });
+    // Memory in the reserve or a refused write is no reason to leave the balancer: the route
+    // answers 503 with Retry-After itself. A policy that evicts is a setting to fix.
+    if (redisUp && gate?.holding === 'eviction_policy')
+      res.status(503).json({ detail: gate.detail, redis: facts });
+    else if (redisUp) res.json({ status: 'ready', redis: facts });
     else res.status(503).json({ detail: 'Redis unavailable', redis: facts });
   });
   if (metrics !== undefined) {

@@ -15,7 +15,9 @@ import {
   type RedisConnection,
 } from '../redis/connections.js';
 import { watchRedis } from '../redis/watch-redis.js';
+import { WriteGate } from '../redis/write-gate.js';
 import { createMetrics, type Metrics } from '../telemetry/metrics.js';
+import { registerHoldGauge } from '../telemetry/redis-gauges.js';
 import { boundedOldestWaiting } from '../jobs/queue-readers.js';
 import { NO_CUSTOM_EVENTS, type CustomEvents } from '../hooks/custom-events.js';
 import type { DashboardOptions } from './admin-dashboard.js';
@@ -84,6 +86,12 @@ export function createReceiver(
 ): Receiver {
   const redis = createWebRedis(config);
   watchRedis(redis, logger, 'web', redisTarget(config));
+  const gate = new WriteGate(redis, {
+    logger,
+    name: 'web',
+    probeKey: `${config.queuePrefix}:write-probe`,
+    reservePercent: config.redisMemoryReservePercent,
+  }).start();
   const queue = createDeliveryQueue({ connection: redis, prefix: config.queuePrefix, telemetry });
   queue.on('error', (error: unknown) => {
     logger.debug({ err: error }, 'queue error');
@@ -94,12 +102,13 @@ export function createReceiver(
     oldestWaiting: boundedOldestWaiting(queue, redis),
     redis,
   });
+  registerHoldGauge([metrics.registry], () => gate.holding);
   const webhook = webhookRoute({
     config,
     logger,
     metrics,
     customEvents,
-    store: createDeliveryStore(queue, redis, config),
+    store: createDeliveryStore(queue, redis, config, gate),
   });
   const { registry } = metrics;
   const metricsText = inCluster ? clusterMetricsText(registry) : () => registry.metrics();
@@ -107,6 +116,7 @@ export function createReceiver(
     config,
     logger,
     redis,
+    gate,
     webhook,
     isShuttingDown,
     metrics: { contentType: registry.contentType, text: metricsText },
@@ -122,6 +132,7 @@ export function createReceiver(
     redis,
     metrics,
     async close() {
+      gate.stop();
       await queue.close();
       // quit() needs a live connection; during an outage there is nothing left to flush.
       await redis.quit().catch(() => {
@@ -158,6 +169,7 @@ interface AppParts {
   readonly config: Config;
   readonly logger: Logger;
   readonly redis: RedisConnection;
+  readonly gate: WriteGate;
   readonly webhook: PlainHandler;
   readonly isShuttingDown: () => boolean;
   readonly metrics: { readonly contentType: string; readonly text: () => Promise<string> };
@@ -167,7 +179,7 @@ interface AppParts {
 function buildApp(parts: AppParts, surface: Surface): Express {
   const { config, logger, redis, webhook } = parts;
   const app = express();
-  app.set('trust proxy', config.trustProxy);
+  app.set('trust proxy', surface === 'internal' ? false : config.trustProxy);
   applyCommonMiddleware(app, logger);
   if (surface !== 'internal') {
     // The hot path first: a delivery does not walk past the probes' and the dashboard's routes.
@@ -179,6 +191,7 @@ function buildApp(parts: AppParts, surface: Surface): Express {
   app.use(
     healthRoutes({
       redis,
+      gate: parts.gate,
       isShuttingDown: parts.isShuttingDown,
       topology: topologyOf(config),
       namePrimary: surface === 'internal',

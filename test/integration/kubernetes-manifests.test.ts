@@ -215,7 +215,9 @@ it('the PrometheusRule is made from deploy/prometheus/alerts.yml: run node scrip
 });
 
 it("the ConfigMap's settings are ones the service accepts", () => {
-  expect(() => loadConfig({ ...settings, WEBHOOK_SECRETS: 'from-the-secret' })).not.toThrow();
+  expect(() =>
+    loadConfig({ ...settings, WEBHOOK_SECRETS: 'from-the-secret-0123456789' }),
+  ).not.toThrow();
 });
 
 it('both Deployments: non-root, read-only root, limits, config from the ConfigMap, secrets from a Secret', () => {
@@ -340,7 +342,7 @@ describe('the S3 overlay (deploy/overlays/s3)', () => {
 
   it('settings the service accepts, AUDIO_STORE=s3, S3 credentials from a Secret', () => {
     const config = overlay.find((m) => m.kind === 'ConfigMap')?.data ?? {};
-    expect(loadConfig({ ...config, WEBHOOK_SECRETS: 'from-the-secret' })).toMatchObject({
+    expect(loadConfig({ ...config, WEBHOOK_SECRETS: 'from-the-secret-0123456789' })).toMatchObject({
       audioStore: 's3',
       s3Bucket: expect.any(String),
     });

@@ -67,7 +67,13 @@ describe('start-up problems name the variable to fix', () => {
   });
 
   it('HOST that is not an address of this machine', async () => {
-    const service = start({ PORT: String(await freePort()), HOST: '192.0.2.1', ROLE: 'web' });
+    // A secret fit for a HOST others can reach, so the listen itself is what fails.
+    const service = start({
+      PORT: String(await freePort()),
+      HOST: '192.0.2.1',
+      ROLE: 'web',
+      WEBHOOK_SECRETS: 'whsec_' + 'k'.repeat(32),
+    });
     expect(await service.exited).toBe(1);
     expect(service.stderr()).toMatch(
       /HOST 192\.0\.2\.1 is not an address of this machine: set HOST/,

@@ -1,5 +1,11 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
 import { ConfigError, loadConfig, SENDER_RETRY_WINDOW_SECONDS } from '../../src/config/config';
 import { cpusInQuota } from '../../src/config/cpu-quota';
+import { PLACEHOLDER_SECRETS } from '../../src/config/receiver-settings';
+
+const root = join(__dirname, '..', '..');
 
 function problems(env: Record<string, string>): readonly string[] {
   try {
@@ -16,10 +22,11 @@ describe('loadConfig', () => {
     expect(loadConfig({ WEBHOOK_SECRETS: 's1' })).toEqual({
       webhookSecrets: ['s1'],
       port: 3000,
-      host: '0.0.0.0',
+      host: '127.0.0.1',
       webhookPath: '/webhooks',
       signatureToleranceSeconds: 300,
       maxBodyBytes: 1_048_576,
+      maxConnections: 512,
       redisUrl: 'redis://127.0.0.1:6379',
       redisSentinels: [],
       redisSentinelName: 'mymaster',
@@ -28,6 +35,7 @@ describe('loadConfig', () => {
       redisWaitTimeoutMs: 500,
       queuePrefix: 'audio-webhooks',
       dedupeTtlSeconds: 259_200,
+      redisMemoryReservePercent: 10,
       role: 'all',
       audioDir: './data/audio',
       audioStore: 'local',
@@ -193,19 +201,149 @@ describe('loadConfig', () => {
     ]);
   });
 
-  it('refuses a dedupe window shorter than the sender retry window', () => {
-    expect(
-      problems({ WEBHOOK_SECRETS: 's', DEDUPE_TTL_SECONDS: String(SENDER_RETRY_WINDOW_SECONDS) }),
-    ).toEqual([
-      "DEDUPE_TTL_SECONDS must exceed the sender's retry window of 30930 s (8 h 35 min 30 s)",
+  it('refuses a dedupe window that does not outlast the retry window plus the signature tolerance, naming both', () => {
+    expect(problems({ WEBHOOK_SECRETS: 's', DEDUPE_TTL_SECONDS: '30931' })).toEqual([
+      "DEDUPE_TTL_SECONDS (30931) must exceed the sender's retry window (30930 s) plus SIGNATURE_TOLERANCE_SECONDS (300), 31230 s: a retry is accepted that long after the first attempt, and must be found a duplicate",
     ]);
-    expect(loadConfig({ WEBHOOK_SECRETS: 's', DEDUPE_TTL_SECONDS: '30931' }).dedupeTtlSeconds).toBe(
-      30931,
+    const longTolerance = { WEBHOOK_SECRETS: 's', SIGNATURE_TOLERANCE_SECONDS: '86400' };
+    expect(problems({ ...longTolerance, DEDUPE_TTL_SECONDS: '117330' })).toEqual([
+      expect.stringMatching(
+        /^DEDUPE_TTL_SECONDS \(117330\) must exceed .* plus SIGNATURE_TOLERANCE_SECONDS \(86400\)/,
+      ),
+    ]);
+    expect(loadConfig({ ...longTolerance, DEDUPE_TTL_SECONDS: '117331' }).dedupeTtlSeconds).toBe(
+      117_331,
     );
+    const floor = SENDER_RETRY_WINDOW_SECONDS + 300;
+    expect(
+      loadConfig({ WEBHOOK_SECRETS: 's', DEDUPE_TTL_SECONDS: String(floor + 1) }).dedupeTtlSeconds,
+    ).toBe(floor + 1);
+    // The default holds with the largest tolerance allowed.
+    expect(loadConfig(longTolerance).dedupeTtlSeconds).toBe(259_200);
   });
 
   it('treats an empty variable as unset', () => {
     expect(loadConfig({ WEBHOOK_SECRETS: 's', PORT: '' }).port).toBe(3000);
+  });
+});
+
+describe('HOST and the signing secrets', () => {
+  const LONG = 'whsec_' + 'k'.repeat(24);
+
+  it('listens on loopback unless told otherwise, where any secret will do', () => {
+    expect(loadConfig({ WEBHOOK_SECRETS: 'whsec_replace_me' }).host).toBe('127.0.0.1');
+    for (const host of ['127.0.0.1', '127.8.9.10', '::1', '[::1]', 'localhost', '::ffff:127.0.0.1'])
+      expect(loadConfig({ WEBHOOK_SECRETS: 's', HOST: host }).host).toBe(host);
+  });
+
+  it('the Dockerfile, compose (receiver and worker) and deploy/kubernetes open HOST to every interface', () => {
+    const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/^ENV .*\bHOST=0\.0\.0\.0\b/m);
+    const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), {
+      merge: true,
+    }) as { services: Record<string, { environment: Record<string, unknown> }> };
+    for (const name of ['receiver', 'worker'])
+      expect(compose.services[name]?.environment.HOST).toBe('0.0.0.0');
+    const configEnv = readFileSync(join(root, 'deploy', 'kubernetes', 'config.env'), 'utf8');
+    expect(configEnv).toMatch(/^HOST=0\.0\.0\.0$/m);
+  });
+
+  it('elsewhere, refuses an example secret or a short one in one line naming WEBHOOK_SECRETS, never the secret', () => {
+    for (const host of ['0.0.0.0', '::', '10.1.2.3', 'receiver.internal', '127.1']) {
+      const refused = problems({ WEBHOOK_SECRETS: 'whsec_replace_me', HOST: host });
+      expect(refused).toEqual([
+        `WEBHOOK_SECRETS is an example from this repository: refused because HOST ${host} is not loopback, so anyone who reaches it could sign deliveries; set the signing secret from the provider's dashboard, or HOST=127.0.0.1`,
+      ]);
+    }
+    const both = problems({
+      WEBHOOK_SECRETS: `${LONG},dev-only-secret-change-me,whsec_tooShort_9f8e7d`,
+      HOST: '0.0.0.0',
+    });
+    expect(both).toEqual([
+      expect.stringMatching(
+        /^WEBHOOK_SECRETS entry 2 is an example from this repository, entry 3 is shorter than 24 characters after its whsec_ prefix: refused because HOST 0\.0\.0\.0 is not loopback/,
+      ),
+    ]);
+    expect(both.join('\n')).not.toMatch(/dev-only|tooShort|kkkk/);
+    // The prefix is optional and not counted: 24 characters after it, or without it, will do.
+    expect(problems({ WEBHOOK_SECRETS: 'whsec_' + 'k'.repeat(23), HOST: '0.0.0.0' })).toEqual([
+      expect.stringMatching(/^WEBHOOK_SECRETS is shorter than 24 characters after its whsec_/),
+    ]);
+    expect(loadConfig({ WEBHOOK_SECRETS: LONG, HOST: '0.0.0.0' }).webhookSecrets).toEqual([LONG]);
+    expect(loadConfig({ WEBHOOK_SECRETS: 'k'.repeat(24), HOST: '0.0.0.0' }).host).toBe('0.0.0.0');
+    // Every role of the service listens on HOST; the CLI listens nowhere.
+    expect(problems({ WEBHOOK_SECRETS: 's', HOST: '0.0.0.0', ROLE: 'worker' })).toHaveLength(1);
+    expect(loadConfig({ WEBHOOK_SECRETS: 's', HOST: '0.0.0.0' }, { forCli: true }).host).toBe(
+      '0.0.0.0',
+    );
+  });
+
+  it("the examples refused are every secret this repository's files hold", () => {
+    const envExample = readFileSync(join(root, '.env.example'), 'utf8');
+    const fromEnvExample = [...envExample.matchAll(/^(?:# )?\w*SECRETS?=(.+)$/gm)].flatMap(
+      (match) => (match[1] ?? '').split(','),
+    );
+    const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), {
+      merge: true,
+    }) as { 'x-service': { environment: Record<string, string | null> } };
+    const fromCompose = Object.entries(compose['x-service'].environment)
+      .filter(([name, value]) => /SECRETS?$/.test(name) && value !== null)
+      .map(([, value]) => /^\$\{\w+:-(.+)\}$/.exec(value ?? '')?.[1] ?? value);
+    expect(fromEnvExample).toEqual(['whsec_replace_me']);
+    expect(fromCompose).toEqual(['dev-only-secret-change-me']);
+    expect([...PLACEHOLDER_SECRETS].sort()).toEqual([...fromEnvExample, ...fromCompose].sort());
+  });
+});
+
+describe('REDIS_URL', () => {
+  const PASSWORD = 'hunter2-s3cret';
+
+  it.each([
+    [
+      'redis://localhost:99999',
+      /^REDIS_URL has a port that is not a whole number from 1 to 65535$/,
+    ],
+    [`redis://:${PASSWORD}@localhost:0`, /^REDIS_URL has a port that is not a whole number/],
+    [`redis://:${PASSWORD}@localhost:63x79`, /^REDIS_URL has a port that is not a whole number/],
+    [
+      `redis://:pa%zz${PASSWORD}@localhost:6379`,
+      /^REDIS_URL has a bad %-escape in its user or password/,
+    ],
+    [
+      `redis://u%ZZ:${PASSWORD}@localhost:6379`,
+      /^REDIS_URL has a bad %-escape in its user or password/,
+    ],
+    ['http://x', /^REDIS_URL must start with redis:\/\/ or rediss:\/\//],
+    [`redis://:${PASSWORD}@`, /^REDIS_URL names no host$/],
+    [
+      `redis://:${PASSWORD}@localhost:6379/zero`,
+      /^REDIS_URL has a path that is not a database number/,
+    ],
+    [`redis://:${PASSWORD}@exa mple:6379`, /^REDIS_URL is not a valid URL: check its host/],
+    // A / in the password ends the authority early: said so, and nothing of it quoted.
+    [
+      `redis://:${PASSWORD}/x@localhost:6379`,
+      /^REDIS_URL has a \/ \? or # in its user or password/,
+    ],
+    [
+      `redis://:${PASSWORD}#x@localhost:6379`,
+      /^REDIS_URL has a \/ \? or # in its user or password/,
+    ],
+  ])('%s: one problem naming the part at fault, without the password', (url, expected) => {
+    const found = problems({ WEBHOOK_SECRETS: 's', REDIS_URL: url });
+    expect(found).toEqual([expect.stringMatching(expected)]);
+    expect(found[0]).not.toContain(PASSWORD.slice(0, 6));
+    expect(found[0]).not.toContain('pa%zz');
+  });
+
+  it.each([
+    'redis://127.0.0.1:6379',
+    'rediss://redis.example.com',
+    `redis://:${PASSWORD}@localhost:6379/2`,
+    'redis://user:p%40ss%25@[::1]:6380/',
+    'redis://localhost:6379?family=6',
+  ])('%s is taken as written', (url) => {
+    expect(loadConfig({ WEBHOOK_SECRETS: 's', REDIS_URL: url }).redisUrl).toBe(url);
   });
 });
 

@@ -1,0 +1,294 @@
+import { Cluster } from 'ioredis';
+import type { Logger } from 'pino';
+import { withDeadline } from '../util/deadline.js';
+import {
+  createCliRedis,
+  dropConnection,
+  type RedisConfig,
+  type RedisConnection,
+} from './connections.js';
+
+/**
+ * Why a process holds back its writes to Redis:
+ * - `eviction_policy`: Redis may evict keys (anything but `noeviction`), the dedupe marks first;
+ * - `memory_reserve`: used memory reached the part of maxmemory kept for the workers' drain;
+ * - `oom`, `readonly`, `loading`, `misconf`: Redis refused a write (at maxmemory; a replica;
+ *   loading its data set; a failed snapshot with stop-writes-on-bgsave-error).
+ */
+export type HoldReason =
+  'eviction_policy' | 'memory_reserve' | 'oom' | 'readonly' | 'loading' | 'misconf';
+
+export const HOLD_REASONS: readonly HoldReason[] = [
+  'eviction_policy',
+  'memory_reserve',
+  'oom',
+  'readonly',
+  'loading',
+  'misconf',
+];
+
+const REFUSALS: Readonly<Record<string, HoldReason>> = {
+  OOM: 'oom',
+  READONLY: 'readonly',
+  LOADING: 'loading',
+  MISCONF: 'misconf',
+};
+
+/** Whether Redis itself refused (not a reading of the gate's own). */
+export const isRefusal = (reason: HoldReason | undefined): boolean =>
+  reason !== undefined && Object.values(REFUSALS).includes(reason);
+
+/** The kind of refusal a Redis error reply is (its first word), or undefined for any other error. */
+export function refusalOf(error: unknown): HoldReason | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const word = /^(?:EXECABORT [^:]*: )?([A-Z]+)\b/.exec(error.message)?.[1];
+  if (word !== undefined && word in REFUSALS) return REFUSALS[word];
+  // A MULTI that Redis refused at queue time names the first refusal in its previous errors.
+  const previous = (error as { previousErrors?: unknown[] }).previousErrors;
+  return previous?.map(refusalOf).find((reason) => reason !== undefined);
+}
+
+/** What INFO memory says of the server (for a Cluster, of its fullest primary). */
+export interface RedisMemory {
+  readonly policy: string;
+  readonly usedBytes: number;
+  /** 0: no limit. */
+  readonly maxBytes: number;
+}
+
+function parseMemory(info: string): RedisMemory {
+  const field = (name: string) => new RegExp(`^${name}:(.*?)\\r?$`, 'm').exec(info)?.[1] ?? '';
+  return {
+    policy: field('maxmemory_policy'),
+    usedBytes: Number(field('used_memory')) || 0,
+    maxBytes: Number(field('maxmemory')) || 0,
+  };
+}
+
+const fullness = (m: RedisMemory) => (m.maxBytes > 0 ? m.usedBytes / m.maxBytes : 0);
+
+/**
+ * INFO memory, not CONFIG GET: managed Redis services often rename or forbid CONFIG, and INFO
+ * carries the policy too. A Cluster is as safe as its least safe primary.
+ */
+export async function readRedisMemory(redis: RedisConnection): Promise<RedisMemory> {
+  const nodes = redis instanceof Cluster ? redis.nodes('master') : [redis];
+  const readings = await Promise.all(
+    nodes.map(async (node) => parseMemory(await node.info('memory'))),
+  );
+  return (
+    readings.find((m) => m.policy !== 'noeviction') ??
+    readings.reduce((worst, m) => (fullness(m) > fullness(worst) ? m : worst))
+  );
+}
+
+/** Redis may evict keys: the start of a process is refused, with one line naming the setting. */
+export class EvictionPolicyError extends Error {
+  override name = 'EvictionPolicyError';
+}
+
+function policyProblem(policy: string): string {
+  return `Redis's maxmemory-policy is ${policy || 'unknown'}: it must be noeviction, else Redis evicts the dedupe marks and queued deliveries under memory pressure (CONFIG SET maxmemory-policy noeviction, and in redis.conf)`;
+}
+
+/**
+ * At start, before any role begins: refuses an eviction policy other than `noeviction`, with one
+ * line. A Redis that does not answer within `ms` is left to the running check (WriteGate), which
+ * holds deliveries back until the policy is right.
+ */
+export async function checkEvictionPolicy(config: RedisConfig, ms: number): Promise<void> {
+  const redis = createCliRedis(config);
+  redis.on('error', () => undefined); // unreachable: the roles' own connections report it
+  try {
+    const memory = await withDeadline(
+      redis.connect().then(() => readRedisMemory(redis)),
+      ms,
+      'Redis',
+    ).catch(() => undefined);
+    if (memory !== undefined && memory.policy !== 'noeviction')
+      throw new EvictionPolicyError(policyProblem(memory.policy));
+  } finally {
+    dropConnection(redis);
+  }
+}
+
+export interface WriteGateOptions {
+  readonly logger: Logger;
+  /** The process's part, in its log lines: `web`, `worker`. */
+  readonly name: string;
+  /** A key of the process's own to probe writes with: written with a short expiry. */
+  readonly probeKey: string;
+  /**
+   * Part of maxmemory (percent) kept for the workers: from `100 − reserve` % on, the web side
+   * holds deliveries back. Absent: memory is not watched (a worker drains whatever it is).
+   */
+  readonly reservePercent?: number | undefined;
+  /** How often the server is read while nothing is held. @defaultValue 1000 */
+  readonly everyMs?: number;
+}
+
+/** Told of every change: the reason writes are held back for now, or undefined once they go. */
+export type GateListener = (reason: HoldReason | undefined) => void;
+
+/** Probes of a refusing Redis back off to this. */
+const MAX_PROBE_MS = 5_000;
+const READ_DEADLINE_MS = 1_000;
+/** After an OOM, the share of maxmemory used memory must fall below for writes to go again. */
+const OOM_CLEARS_BELOW = 0.98;
+
+/**
+ * The one place a process decides whether Redis can take its writes now, and says so once per
+ * change of state: a Redis that refuses is a state that lasts, not an error per attempt. The web
+ * side holds deliveries back (503) while the policy may evict or memory is in the workers'
+ * reserve; every side holds back after a refusal, probing with backoff until a write goes
+ * through, then resumes by itself.
+ */
+export class WriteGate {
+  #reason: HoldReason | undefined;
+  #detail = '';
+  #timer: NodeJS.Timeout | undefined;
+  #probeMs = 0;
+  #stopped = false;
+  readonly #listeners = new Set<GateListener>();
+  /** The last reading of the server's memory (web side). */
+  #last: RedisMemory | undefined;
+  /** Bytes this process stored since that reading. */
+  #sinceRead = 0;
+
+  constructor(
+    private readonly redis: RedisConnection,
+    private readonly options: WriteGateOptions,
+  ) {}
+
+  /** Why writes are held back now; undefined while they go. */
+  get holding(): HoldReason | undefined {
+    return this.#reason;
+  }
+
+  /** A sentence for a 503's detail or a log line. */
+  get detail(): string {
+    return this.#detail;
+  }
+
+  /** Calls `listener` on every change of state until the returned function is called. */
+  onChange(listener: GateListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Starts reading the server (web) and probing after refusals. */
+  start(): this {
+    this.#schedule(0);
+    return this;
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+  }
+
+  /**
+   * Counts a write of about `bytes` into the last reading, so that a burst between two readings
+   * cannot carry memory past the reserve: the next delivery is held back as soon as the estimate
+   * reaches it, not a second later.
+   */
+  wrote(bytes: number): void {
+    if (this.#last === undefined || this.options.reservePercent === undefined) return;
+    this.#sinceRead += bytes;
+    if (this.#reason === undefined) this.#judge(this.#last);
+  }
+
+  /**
+   * Takes an error a write met: true, and held back until a probe goes through, when it is a
+   * refusal; false for any other error.
+   */
+  refused(error: unknown): boolean {
+    const reason = refusalOf(error);
+    if (reason === undefined) return false;
+    const message = error instanceof Error ? error.message : String(error);
+    if (this.#set(reason, `Redis refuses writes (${message.slice(0, 200)})`)) {
+      this.#probeMs = 250;
+      this.#schedule(this.#probeMs);
+    }
+    return true;
+  }
+
+  /** Sets the state; true when it changed. One log line per change. */
+  #set(reason: HoldReason | undefined, detail: string): boolean {
+    if (reason === this.#reason) return false;
+    const { logger, name } = this.options;
+    if (reason === undefined)
+      logger.info({ part: name, was: this.#reason }, 'Redis takes writes again');
+    else logger.warn({ part: name, reason }, `${detail}; holding writes back until it changes`);
+    this.#reason = reason;
+    this.#detail = detail;
+    for (const listener of this.#listeners) listener(reason);
+    return true;
+  }
+
+  #schedule(ms: number): void {
+    if (this.#stopped) return;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => void this.#tick(), ms);
+    this.#timer.unref();
+  }
+
+  async #tick(): Promise<void> {
+    try {
+      // An outage is watch-redis.ts's to report; this waits for the connection.
+      if (this.redis.status !== 'ready') return;
+      const refused = isRefusal(this.#reason);
+      if (refused) await this.#probe(); // throws while Redis still refuses
+      if (this.options.reservePercent !== undefined) {
+        this.#last = await this.#read();
+        this.#sinceRead = 0;
+        this.#judge(this.#last);
+      } else if (refused) this.#set(undefined, '');
+    } catch (error: unknown) {
+      // Still refusing: probe less often. Any other failure (a timeout, a dropped connection)
+      // is tried again at the usual pace.
+      if (refusalOf(error) !== undefined) this.#probeMs = Math.min(this.#probeMs * 2, MAX_PROBE_MS);
+    } finally {
+      this.#schedule(isRefusal(this.#reason) ? this.#probeMs : (this.options.everyMs ?? 1_000));
+    }
+  }
+
+  /** Throws while Redis refuses; for `oom`, also while it is within 2 % of maxmemory. */
+  async #probe(): Promise<void> {
+    await withDeadline(
+      this.redis.set(this.options.probeKey, '1', 'PX', 10_000),
+      READ_DEADLINE_MS,
+      'Redis',
+    );
+    if (this.#reason !== 'oom') return;
+    // A write that fits just under maxmemory says little: the next one is refused again, and
+    // the state would flap with every few bytes freed. Writes go again once there is room.
+    const memory = await this.#read();
+    if (memory.maxBytes > 0 && memory.usedBytes > memory.maxBytes * OOM_CLEARS_BELOW)
+      throw new Error('OOM: used memory is still within 2 % of maxmemory');
+  }
+
+  #read(): Promise<RedisMemory> {
+    return withDeadline(readRedisMemory(this.redis), READ_DEADLINE_MS, 'INFO memory');
+  }
+
+  /** The web side's verdict on a reading. */
+  #judge(memory: RedisMemory): void {
+    const reserve = this.options.reservePercent ?? 0;
+    if (memory.policy !== 'noeviction') {
+      this.#set('eviction_policy', policyProblem(memory.policy));
+      return;
+    }
+    const limit = memory.maxBytes * (1 - reserve / 100);
+    const used = memory.usedBytes + this.#sinceRead;
+    if (memory.maxBytes > 0 && used >= limit) {
+      const percent = Math.round((used / memory.maxBytes) * 100);
+      this.#set(
+        'memory_reserve',
+        `Redis holds ${percent} % of its maxmemory; the last ${reserve} % is kept for the workers to drain the backlog (REDIS_MEMORY_RESERVE_PERCENT)`,
+      );
+      return;
+    }
+    this.#set(undefined, '');
+  }
+}

@@ -1,0 +1,207 @@
+import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import { createLogger } from '../../src/telemetry/logger';
+import { startWorkers, type RunningWorkers } from '../../src/pipeline/start-workers';
+import { eventually } from '../../src/util/eventually';
+import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
+import { spawnService } from '../helpers/spawn-service';
+import {
+  createTestReceiver,
+  signed,
+  testConfig,
+  TEST_SECRET,
+  type TestReceiver,
+} from '../helpers/test-receiver';
+
+/**
+ * What Redis must be for the promises, and what happens when it is not: an eviction policy
+ * (refused at start, 503 while running), a Redis that fills (503 before Redis refuses, and
+ * accepting again once the workers drained), a Redis that refuses writes (one log line per
+ * change, no spin, resumed by itself). Each on a private Redis: these tests reconfigure it.
+ */
+let server: PrivateRedis;
+let admin: Redis;
+const closers: (() => unknown)[] = [];
+
+beforeEach(async () => {
+  server = await startPrivateRedis();
+  admin = new Redis(server.url);
+});
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+  admin.disconnect();
+  await server.stop();
+});
+
+/** A log sink whose lines the test reads. */
+function sink() {
+  const lines: { level: number; msg: string; reason?: string }[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean))
+        lines.push(JSON.parse(line) as { level: number; msg: string });
+      done();
+    },
+  });
+  return { lines, logger: createLogger('info', stream) };
+}
+
+async function receiverOn(env: Record<string, string> = {}) {
+  const log = sink();
+  const receiver = await createTestReceiver(
+    { REDIS_URL: server.url, ...env },
+    { logger: log.logger },
+  );
+  closers.push(() => receiver.close());
+  return { receiver, log };
+}
+
+/** Commands Redis refused (OOM and the like), over every command. */
+async function rejectedCalls(): Promise<number> {
+  const stats = await admin.info('commandstats');
+  return [...stats.matchAll(/rejected_calls=(\d+)/g)].reduce((sum, [, n]) => sum + Number(n), 0);
+}
+
+function post(receiver: TestReceiver, body: unknown) {
+  const { raw, headers } = signed(body);
+  return request(receiver.listener).post('/webhooks').set(headers).send(raw);
+}
+
+describe("Redis's eviction policy", () => {
+  it('anything but noeviction refuses the start: exit 1, one line naming it', async () => {
+    await admin.config('SET', 'maxmemory-policy', 'volatile-lru');
+    const service = spawnService({
+      WEBHOOK_SECRETS: TEST_SECRET,
+      REDIS_URL: server.url,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      ROLE: 'all',
+    });
+    closers.push(() => {
+      service.child.kill('SIGKILL');
+    });
+    expect(await service.exited).toBe(1);
+    const lines = service.stderr().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/maxmemory-policy is volatile-lru/);
+  });
+
+  it('changed while running: /readyz and POST 503 within 10 s, back within 10 s of noeviction', async () => {
+    const { receiver, log } = await receiverOn();
+    await post(receiver, sampleDelivery('audio.failed')).expect(202);
+
+    await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    const started = Date.now();
+    await eventually(
+      async () => ((await request(receiver.app).get('/readyz')).status === 503 ? true : undefined),
+      { timeoutMs: 10_000 },
+    );
+    const refused = await post(receiver, sampleDelivery('audio.failed')).expect(503);
+    expect(refused.headers['retry-after']).toBeDefined();
+    // The provider is told to come back, not how Redis is set up; the log and /metrics say why.
+    expect((refused.body as { detail: string }).detail).toBe(
+      'could not store the delivery; retry later',
+    );
+    expect(log.lines.some((l) => /maxmemory-policy is allkeys-lru/.test(l.msg))).toBe(true);
+    const metrics = await request(receiver.app).get('/metrics').expect(200);
+    expect(metrics.text).toMatch(/webhook_redis_holding\{reason="eviction_policy"\} 1/);
+    expect(Date.now() - started).toBeLessThan(10_000);
+
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    await eventually(
+      async () =>
+        (await post(receiver, sampleDelivery('audio.failed'))).status === 202 ? true : undefined,
+      { timeoutMs: 10_000 },
+    );
+    await request(receiver.app).get('/readyz').expect(200);
+    // One line for the change, one for the return: not one per request.
+    const changes = log.lines.filter((l) => /maxmemory-policy|takes writes again/.test(l.msg));
+    expect(changes.map((l) => l.level)).toEqual([40, 30]);
+  });
+});
+
+describe('a Redis that fills', () => {
+  it('answers 503 before Redis refuses, and accepts again once the workers drained', async () => {
+    const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);
+    // Room for a few hundred 64 KB bodies above what the empty server holds.
+    await admin.config('SET', 'maxmemory', String(used + 16 * 1024 * 1024));
+    const { receiver, log } = await receiverOn();
+    const filler = 'x'.repeat(64 * 1024);
+
+    let accepted = 0;
+    let answer = 202;
+    for (let i = 0; i < 2000 && answer === 202; i += 1) {
+      answer = (
+        await post(receiver, sampleDelivery('audio.failed', { id: `fill-${i}`, data: { filler } }))
+      ).status;
+      if (answer === 202) accepted += 1;
+    }
+    expect(answer).toBe(503);
+    expect(accepted).toBeGreaterThan(10);
+    const refusal = await post(receiver, sampleDelivery('audio.failed')).expect(503);
+    expect(refusal.headers['retry-after']).toBe('5');
+    expect(log.lines.some((l) => /kept for the workers/.test(l.msg))).toBe(true);
+    const metrics = await request(receiver.app).get('/metrics').expect(200);
+    expect(metrics.text).toMatch(/webhook_redis_holding\{reason="memory_reserve"\} 1/);
+    // Redis itself never refused a write: the receiver stopped first.
+    expect(await rejectedCalls()).toBe(0);
+
+    const workers: RunningWorkers = await startWorkers(
+      testConfig({ REDIS_URL: server.url, QUEUE_PREFIX: receiver.config.queuePrefix }),
+      createLogger('silent'),
+    );
+    closers.push(() => workers.close());
+    await eventually(
+      async () =>
+        (await post(receiver, sampleDelivery('audio.failed'))).status === 202 ? true : undefined,
+      { timeoutMs: 25_000, everyMs: 250 },
+    );
+    const counts = await receiver.queue.getJobCounts('completed', 'failed');
+    expect(counts.failed).toBe(0);
+    expect(counts.completed).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+describe('a Redis that refuses writes', () => {
+  it('a worker logs one line per change of state, takes no job meanwhile and resumes by itself', async () => {
+    const { receiver } = await receiverOn();
+    for (let i = 0; i < 5; i += 1)
+      await post(receiver, sampleDelivery('audio.failed', { id: `held-${i}` })).expect(202);
+    // Past maxmemory, with something the test can free again: a megabyte of ballast, then
+    // maxmemory set just below what Redis holds.
+    const ballast = Array.from({ length: 16 }, (_, i) => `ballast:${i}`);
+    for (const key of ballast) await admin.set(key, 'x'.repeat(64 * 1024));
+    const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);
+    await admin.config('SET', 'maxmemory', String(used - 64 * 1024));
+
+    const log = sink();
+    const workers = await startWorkers(
+      testConfig({ REDIS_URL: server.url, QUEUE_PREFIX: receiver.config.queuePrefix }),
+      log.logger,
+    );
+    closers.push(() => workers.close());
+    // Wait until Redis has refused the worker four times (its probes back off: 1.75 s at least).
+    await eventually(async () => ((await rejectedCalls()) >= 4 ? true : undefined), {
+      timeoutMs: 20_000,
+    });
+    const gateLines = () => log.lines.filter((l) => /Redis refuses writes/.test(l.msg));
+    expect(gateLines()).toHaveLength(1);
+    // Besides it, at most a line per job that was running when Redis refused it.
+    const otherLines = () => log.lines.filter((l) => l.level >= 40 && !/Redis refuses/.test(l.msg));
+    expect(otherLines().length).toBeLessThanOrEqual(5);
+    expect(await receiver.queue.getJobCounts('completed')).toEqual({ completed: 0 });
+    const metrics = await workers.registry.metrics();
+    expect(metrics).toMatch(/webhook_redis_holding\{reason="oom"\} 1/);
+
+    await admin.del(...ballast);
+    await eventually(async () => {
+      const { completed } = await receiver.queue.getJobCounts('completed');
+      return completed === 5 ? true : undefined;
+    });
+    expect(gateLines()).toHaveLength(1);
+    expect(otherLines().length).toBeLessThanOrEqual(5);
+    expect(log.lines.some((l) => l.msg === 'Redis takes writes again')).toBe(true);
+  }, 60_000);
+});
