@@ -1,10 +1,10 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { rmSync } from 'node:fs';
-import { Redis } from 'ioredis';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { promisify } from 'node:util';
 import { events as exampleEvents } from '../../src/examples/events';
 import { customEvents } from '../../src/hooks/custom-events';
@@ -113,17 +113,73 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
-it('"Try it with the sandbox", then the CLI\'s `send` against it, then the stop step: the README steps, as written, in a fresh copy, on ports of their own', async () => {
+interface Ended {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** Whether a process it started outlived it. */
+  readonly leftRunning: boolean;
+}
+
+/**
+ * Runs `script` with bash in `cwd`, in a process group of its own so that whatever it starts in
+ * the background is found by it. A script that has not ended within `ms` fails the test with the
+ * end of what it printed; either way, nothing of the group outlives this call.
+ */
+async function runInGroup(
+  script: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  ms: number,
+): Promise<Ended> {
+  const child = spawn('bash', ['-euo', 'pipefail', '-c', script], {
+    cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  const pgid = child.pid ?? 0;
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  // 'close', not 'exit': the output is whole once every holder of its pipes has gone.
+  const closed = once(child, 'close') as Promise<[number | null]>;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => {
+      resolve(undefined);
+    }, ms);
+  });
+  try {
+    const ended = await Promise.race([closed, late]);
+    if (ended === undefined)
+      throw new Error(
+        `did not end within ${String(ms)} ms\n--- stdout ---\n${stdout.slice(-1500)}\n--- stderr ---\n${stderr.slice(-1500)}`,
+      );
+    return { code: ended[0], stdout, stderr, leftRunning: groupAlive(pgid) };
+  } finally {
+    clearTimeout(timer);
+    if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
+  }
+}
+
+it('"Try it with the sandbox", the CLI\'s `send` against it and the stop step, as written, run twice against one Redis (a second clone), on ports of their own', async () => {
   // A copy of the repository, as a clone: the steps write ./data there, never into this checkout.
-  const dir = copyOfRepository({ keepCustom: true });
+  const first = copyOfRepository({ keepCustom: true });
   // What `npm ci` does last (its prepare script): the build the CLI runs from, and the one the
   // demo's `npm start` then finds current.
-  await run('npm', ['run', '--silent', 'prepare'], { cwd: dir });
+  await run('npm', ['run', '--silent', 'prepare'], { cwd: first });
+  // A second clone of the same build, taken before the first has run: no ./data of its own.
+  const second = mkdtempSync(join(tmpdir(), 'aw-fork-'));
+  cpSync(first, second, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
   const ports = {
     PORT: String(await freePort()),
     SANDBOX_PORT: String(await freePort()),
     SANDBOX_CDN_PORT: String(await freePort()),
   };
+  // Both runs share the queue's and the sandbox's keys, as two clones on one Redis's defaults do:
+  // whatever the first run's deliveries left there (the dedupe marks), the second one meets.
   const prefixes = {
     QUEUE_PREFIX: `test-${randomUUID()}`,
     SANDBOX_PREFIX: `sandbox-${randomUUID()}`,
@@ -131,35 +187,44 @@ it('"Try it with the sandbox", then the CLI\'s `send` against it, then the stop 
   const script = ['demo-ports', 'sandbox-demo', 'send-example', 'demo-stop']
     .map((marker) => readmeBlock(marker))
     .join('');
-  const child = spawn('bash', ['-euo', 'pipefail', '-c', script], {
-    cwd: dir,
-    env: { ...process.env, ...ports, ...prefixes, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // Its own process group: whatever it starts in the background is found by it.
-    detached: true,
-  });
-  let stdout = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  const pgid = child.pid!;
+  const runs: string[] = [];
   try {
-    const [code] = (await once(child, 'exit')) as [number];
-    expect(code).toBe(0);
-    expect(stdout).toMatch(/"batch_id":"batch_[0-9a-f]{16}","items":\[\{"id":"hello"\}\]/);
-    expect(stdout).toMatch(/^hello\.json\nhello\.wav$/m);
-    expect(stdout).toMatch(/^HTTP 202\n\{"received":true,"duplicate":false\}$/m);
-    expect(stdout).toMatch(/^demo-1\.json\ndemo-1\.wav\nhello\.json\nhello\.wav$/m);
-    for (const name of ['hello.wav', 'demo-1.wav']) {
-      const wav = readFileSync(join(dir, 'data', 'audio', name));
-      expect(wav.subarray(0, 4).toString()).toBe('RIFF');
+    for (const dir of [first, second]) {
+      const ended = await runInGroup(
+        script,
+        dir,
+        { ...process.env, ...ports, ...prefixes, LOG_LEVEL: 'warn' },
+        100_000,
+      );
+      expect({ code: ended.code, stderr: ended.code === 0 ? '' : ended.stderr }).toEqual({
+        code: 0,
+        stderr: '',
+      });
+      const id = /"batch_id":"batch_[0-9a-f]{16}","items":\[\{"id":"hello-(\d+)"\}\]/.exec(
+        ended.stdout,
+      )?.[1];
+      expect(id).toBeDefined();
+      const n = id ?? '';
+      runs.push(n);
+      expect(ended.stdout).toContain(`\nhello-${n}.json\nhello-${n}.wav\n`);
+      expect(ended.stdout).toMatch(/^HTTP 202\n\{"received":true,"duplicate":false\}$/m);
+      expect(ended.stdout).toContain(
+        `\ndemo-${n}.json\ndemo-${n}.wav\nhello-${n}.json\nhello-${n}.wav\n`,
+      );
+      for (const name of [`hello-${n}.wav`, `demo-${n}.wav`]) {
+        const wav = readFileSync(join(dir, 'data', 'audio', name));
+        expect(wav.subarray(0, 4).toString()).toBe('RIFF');
+      }
+      // The stop step left nothing running: the sandbox and the service are gone.
+      expect(ended.leftRunning).toBe(false);
     }
-    // The stop step left nothing running: the sandbox and the service are gone.
-    expect(groupAlive(pgid)).toBe(false);
+    expect(new Set(runs).size).toBe(2);
   } finally {
-    if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
     const redis = new Redis(process.env.REDIS_URL ?? '');
     await deleteKeys(redis, `${prefixes.QUEUE_PREFIX}:*`);
     await deleteKeys(redis, `${prefixes.SANDBOX_PREFIX}:*`);
     redis.disconnect();
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(first, { recursive: true, force: true });
+    rmSync(second, { recursive: true, force: true });
   }
-}, 90_000);
+}, 300_000);

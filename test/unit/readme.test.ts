@@ -25,3 +25,28 @@ it.each(['README.md', ...['extending', 'replay', 'storage'].map((page) => `docs/
     expect(missing).toEqual([]);
   },
 );
+
+it('its shell blocks wait only through a bounded wait, which names what it waited for', () => {
+  const blocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1] ?? '');
+  // An `until` loop waits for ever on what never comes (a delivery answered as a duplicate).
+  expect(blocks.filter((block) => /\b(?:until|while)\b[^#\n]*;\s*do\b/.test(block))).toEqual([]);
+  expect(blocks.join('')).toMatch(
+    /^wait_for\(\) \{.*echo "gave up after \d+ s: \$\*" >&2; return 1; \}$/m,
+  );
+});
+
+it('every `cp` in the READMEs and docs copies a file that exists into a folder that exists', () => {
+  // src/custom/ ships with its README, so a fresh clone has the folder the copies go to.
+  const pages = ['README.md', 'src/custom/README.md', 'docs/extending.md'];
+  const copies = pages.flatMap((page) =>
+    [...readFileSync(join(root, page), 'utf8').matchAll(/^cp (\S+) (\S+)$/gm)].map(
+      ([, from = '', to = '']) => ({ from, to }),
+    ),
+  );
+  expect(copies).toContainEqual({ from: 'src/examples/events.ts', to: 'src/custom/events.ts' });
+  expect(
+    copies.filter(
+      ({ from, to }) => !existsSync(join(root, from)) || !existsSync(join(root, dirname(to))),
+    ),
+  ).toEqual([]);
+});
