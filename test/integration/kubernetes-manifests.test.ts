@@ -214,6 +214,12 @@ it('the PrometheusRule is made from deploy/prometheus/alerts.yml: run node scrip
   expect(named('PrometheusRule', 'audio-webhooks').spec?.groups).toEqual(file.groups);
 });
 
+it('TRUST_PROXY believes no whole private range: any pod could forge the client address', () => {
+  const trusted = (settings.TRUST_PROXY ?? '').split(',').map((s) => s.trim());
+  const ranges = ['uniquelocal', 'linklocal', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'];
+  expect(trusted.filter((entry) => ranges.includes(entry))).toEqual([]);
+});
+
 it("the ConfigMap's settings are ones the service accepts", () => {
   expect(() =>
     loadConfig({ ...settings, WEBHOOK_SECRETS: 'from-the-secret-0123456789' }),
