@@ -103,3 +103,13 @@ export function spawnService(
     },
   };
 }
+
+/** True while any process of the group `pgid` is alive (a test's detached command and its children). */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

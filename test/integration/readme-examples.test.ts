@@ -12,6 +12,7 @@ import { serve } from '../../src/http/serve';
 import { createTestReceiver, deleteKeys, type TestReceiver } from '../helpers/test-receiver';
 import { freePort } from '../helpers/private-redis';
 import { copyOfRepository } from '../helpers/repository-copy';
+import { groupAlive } from '../helpers/spawn-service';
 
 const run = promisify(execFile);
 const root = join(__dirname, '..', '..');
@@ -95,23 +96,13 @@ it("the README's `send` of an event of your own (src/examples/events.ts's), as w
     const [job] = await custom.queue.getWaiting();
     expect(JSON.parse(job?.data.body ?? '')).toMatchObject({
       event: 'voice.converted',
-      data: { id: 'vc-1', voice: 'nova', audio_url: 'https://127.0.0.1:4443/audio/sample.wav' },
+      data: { id: 'vc-1', voice: 'ember', audio_url: 'https://127.0.0.1:4443/audio/sample.wav' },
     });
   } finally {
     await customServer.close();
     await custom.close();
   }
 });
-
-/** True while any process of the group is alive. */
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 interface Ended {
   readonly code: number | null;
