@@ -1,12 +1,73 @@
-/** Jest: ts-jest for TypeScript, one private Redis for the whole run (test/helpers/global-setup). */
-// eslint-disable-next-line no-undef -- CommonJS config file
-module.exports = {
+/**
+ * Jest: ts-jest for TypeScript, one private Redis for the whole run (test/helpers/global-setup).
+ * Two projects, which `npm test` runs together: `quick` (`npm run test:quick`, the loop while
+ * editing) and `rest`. The quick set is every unit test and the integration tests named here,
+ * which need nothing but Redis; any other test file, a new one included, is in `rest`, so it runs
+ * in the whole suite until it is listed here. `rest` holds those that need Ceph's gateway,
+ * Chromium, Prometheus, kubectl, podman-compose, NATS or RabbitMQ (scripts/test-prerequisites.js
+ * provides them), and the slowest Redis-only ones, which would take the quick set past 3 minutes.
+ */
+const QUICK_INTEGRATION = [
+  'audio-download',
+  'concurrency',
+  'custom-events',
+  'dedupe-mark',
+  'destination-board',
+  'download-release',
+  'graceful-shutdown',
+  'guarded-agent',
+  'local-audio-store',
+  'log-format',
+  'records-and-cli',
+  'redis-footprint',
+  'redis-full',
+  'redis-outage',
+  'redis-replicas',
+  'replay-confirm',
+  'send-custom-event',
+  'serve',
+  'shared-volume',
+  'soak-parts',
+  'test-redis',
+  'tracing',
+  'tts-cache-hosts',
+  'tts-cache-lease',
+  'webhook-route',
+  'worker-liveness',
+  'worker-metrics',
+  'write-batched',
+];
+
+const shared = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
+};
+
+// eslint-disable-next-line no-undef -- CommonJS config file
+module.exports = {
   testTimeout: 30000,
+  projects: [
+    {
+      ...shared,
+      displayName: 'quick',
+      testMatch: [
+        '<rootDir>/test/unit/**/*.test.ts',
+        ...QUICK_INTEGRATION.map((name) => `<rootDir>/test/integration/${name}.test.ts`),
+      ],
+    },
+    {
+      ...shared,
+      displayName: 'rest',
+      testMatch: ['**/*.test.ts'],
+      testPathIgnorePatterns: [
+        '/node_modules/',
+        '/test/unit/',
+        ...QUICK_INTEGRATION.map((name) => `/test/integration/${name}\\.test\\.ts$`),
+      ],
+    },
+  ],
 };

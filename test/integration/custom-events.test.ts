@@ -148,6 +148,8 @@ it('the context holds what hooks need and no setting, so no secret', async () =>
     jobId: expect.any(String),
     event: 'context.seen',
     id,
+    // data as the provider wrote it: its numbers as sent, for a record of the fork's own.
+    dataText: JSON.stringify({ id }),
     receivedAt: expect.any(String),
     attempt: 1,
     replay: false,

@@ -130,19 +130,18 @@ describe('a Redis that fills', () => {
     const { receiver, log } = await receiverOn();
     const filler = 'x'.repeat(64 * 1024);
 
+    // Posts until the receiver holds deliveries back for the reserve (a 503 for another reason,
+    // a store slower than its deadline on a loaded machine, is the provider's to retry too).
+    const holding = () => log.lines.some((l) => /kept for the workers/.test(l.msg));
     let accepted = 0;
-    let answer = 202;
-    for (let i = 0; i < 2000 && answer === 202; i += 1) {
-      answer = (
-        await post(receiver, sampleDelivery('audio.failed', { id: `fill-${i}`, data: { filler } }))
-      ).status;
-      if (answer === 202) accepted += 1;
+    for (let i = 0; i < 2000 && !holding(); i += 1) {
+      const body = sampleDelivery('audio.failed', { id: `fill-${i}`, data: { filler } });
+      if ((await post(receiver, body)).status === 202) accepted += 1;
     }
-    expect(answer).toBe(503);
+    expect(holding()).toBe(true);
     expect(accepted).toBeGreaterThan(10);
     const refusal = await post(receiver, sampleDelivery('audio.failed')).expect(503);
     expect(refusal.headers['retry-after']).toBe('5');
-    expect(log.lines.some((l) => /kept for the workers/.test(l.msg))).toBe(true);
     const metrics = await request(receiver.app).get('/metrics').expect(200);
     expect(metrics.text).toMatch(/webhook_redis_holding\{reason="memory_reserve"\} 1/);
     // Redis itself never refused a write: the receiver stopped first.
