@@ -2,6 +2,7 @@ import type { Job } from 'bullmq';
 import type { Config } from '../config/config.js';
 import { resolveDestinations } from '../config/resolve-destinations.js';
 import { destinationControl } from '../forward/destination-control.js';
+import { listedDestinations, type RosterEntry } from '../forward/destination-roster.js';
 import { createForwardQueue, type ForwardJobData } from '../queue/forward-queue.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { UsageError } from './cli-errors.js';
@@ -13,7 +14,9 @@ const PAGE = 500;
 
 /**
  * `forward status | pause <name> | resume <name>`: the destinations' shared state
- * (forward/destination-control.ts), read or changed for every worker at once.
+ * (forward/destination-control.ts), read or changed for every worker at once. The destinations
+ * are the ones the workers announce in Redis (forward/destination-roster.ts) and this shell's
+ * own FORWARD_URLS and FORWARD_CONFIG: the CLI is often run where neither is set.
  */
 export async function forwardControlCommand(
   sub: 'status' | 'pause' | 'resume',
@@ -23,7 +26,7 @@ export async function forwardControlCommand(
   redis: RedisConnection,
   output: Output,
 ): Promise<number> {
-  const destinations = resolveDestinations(config);
+  const destinations = await knownDestinations(config, redis);
   const names = destinations.map((d) => d.name);
   const control = destinationControl(redis, config.queuePrefix, names, {
     pauseAfter: config.forwardPauseAfter,
@@ -75,6 +78,16 @@ export async function forwardControlCommand(
     );
   }
   return 0;
+}
+
+/** This shell's destinations, then those only the workers announced. */
+async function knownDestinations(
+  config: Config,
+  redis: RedisConnection,
+): Promise<readonly RosterEntry[]> {
+  const own = resolveDestinations(config).map(({ name, kind }) => ({ name, kind }));
+  const listed = await listedDestinations(redis, config.queuePrefix);
+  return [...own, ...listed.filter(({ name }) => !own.some((mine) => mine.name === name))];
 }
 
 /**

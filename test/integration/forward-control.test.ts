@@ -3,6 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../../src/cli/main';
+import { parseDestinations } from '../../src/config/destinations';
+import { ROSTER_TTL_MS } from '../../src/forward/destination-roster';
 import { TICK_MS } from '../../src/forward/destination-board';
 import { createForwardQueue } from '../../src/queue/forward-queue';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
@@ -11,6 +13,7 @@ import {
   createRabbitQueue,
   forwardSecret,
   startHttpEndpoint,
+  startThreeDestinations,
   type HttpEndpoint,
 } from '../helpers/forward-destinations';
 import { audio } from '../helpers/local-cdn';
@@ -393,5 +396,61 @@ describe('per destination, across two worker processes', () => {
     expect(new Set(endpoint.inbox.ids())).toEqual(new Set(ids.map((id) => `key.revoked:${id}`)));
     const { code, stdout } = await cli('forward', 'resume', 'nobody');
     expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
+  }, 60_000);
+});
+
+describe('the destinations the workers forward to', () => {
+  it('`forward status --json` in a shell without FORWARD_URLS lists the workers’ three destinations (name, kind, never a credential), and `forward pause` finds them', async () => {
+    const three = await startThreeDestinations();
+    cleanups.push(() => three.close());
+    const prefix = prefixed();
+    const common = { WEBHOOK_SECRETS: TEST_SECRET, QUEUE_PREFIX: prefix };
+    const worker = service({
+      ...common,
+      ...three.env,
+      ROLE: 'worker',
+      AUDIO_DIR: mkdtempSync(join(tmpdir(), 'aw-audio-')),
+    });
+    await worker.waitForLog('audio-webhooks started');
+    // The operator's shell: the same Redis and prefix, no FORWARD_URLS, no FORWARD_CONFIG.
+    const cli = async (...args: string[]) => {
+      let stdout = '';
+      const code = await runCli(
+        args,
+        { REDIS_URL: process.env.REDIS_URL ?? '', ...common },
+        { out: (t) => (stdout += t) },
+        { out: () => undefined },
+      );
+      return { code, stdout };
+    };
+    const parsed = parseDestinations(three.env.FORWARD_URLS);
+    if ('problem' in parsed) throw new Error(parsed.problem);
+    const expected = parsed.destinations.map(({ name, kind }) => ({ name, kind }));
+    const rows = await eventually(async () => {
+      const { code, stdout } = await cli('forward', 'status', '--json');
+      expect(code).toBe(0);
+      expect(stdout).not.toMatch(/guest|exchange=|aw-test/);
+      const listed = JSON.parse(stdout) as { name: string; kind: string; state: string }[];
+      return listed.length === expected.length ? listed : undefined;
+    });
+    expect(rows.map(({ name, kind }) => ({ name, kind }))).toEqual(
+      expect.arrayContaining(expected),
+    );
+    expect(rows.every((row) => row.state === 'active')).toBe(true);
+    // Listed for a while only: a destination no worker names any more leaves the list.
+    const ttl = await redis.pttl(`${prefix}:forward:roster`);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(ROSTER_TTL_MS);
+
+    const amqp = expected.find(({ kind }) => kind === 'amqp')?.name ?? '';
+    expect(await cli('forward', 'pause', amqp)).toEqual({
+      code: 0,
+      stdout: `${amqp}: now paused\n`,
+    });
+    const { stdout } = await cli('forward', 'status', '--json');
+    const paused = (JSON.parse(stdout) as { name: string; state: string }[]).find(
+      (row) => row.name === amqp,
+    );
+    expect(paused?.state).toBe('paused');
   }, 60_000);
 });
