@@ -11,9 +11,9 @@ export interface CustomCode {
 
 /**
  * Loads the fork's own code from src/custom/ (the build's custom/), each file only if it is
- * there: upstream ships no file in that folder, so a pull never conflicts with it, and the
- * service builds and runs without it. A file that is there but fails to load (a syntax error, a
- * missing import) fails the start, as it should.
+ * there: upstream ships no code in that folder (a README only), so a pull never conflicts with
+ * it, and the service builds and runs without it. A file that is there but fails to load (a
+ * syntax error, a missing import) fails the start, as it should.
  */
 export function loadCustom(): CustomCode {
   const hooks = optional('./custom/hooks.js', 'hooks') as Partial<Hooks> | undefined;

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { VOICES } from '../../src/sandbox/api/schemas';
 
 // The README is an entry page: its first screen runs the service and the tests, it stays short,
 // and every page it links to exists.
@@ -49,4 +50,33 @@ it('every `cp` in the READMEs and docs copies a file that exists into a folder t
       ({ from, to }) => !existsSync(join(root, from)) || !existsSync(join(root, dirname(to))),
     ),
   ).toEqual([]);
+});
+
+it("every voice its shell blocks send is one of the sandbox's (GET /voices), which refuses others", () => {
+  const blocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1] ?? '');
+  // JSON in single quotes ("voice":"x") or in double quotes, escaped (\"voice\":\"x\"), and --voice x.
+  const voices = blocks.flatMap((block) => [
+    ...[...block.matchAll(/\\?"voice\\?"\s*:\s*\\?"([^"\\]*)\\?"/g)].map((match) => match[1]),
+    ...[...block.matchAll(/--voice[ =]'?"?([\w-]+)/g)].map((match) => match[1]),
+  ]);
+  expect(voices.length).toBeGreaterThan(1);
+  const known: readonly string[] = VOICES.map((voice) => voice.id);
+  expect(voices.filter((voice) => voice === undefined || !known.includes(voice))).toEqual([]);
+});
+
+it('the S3 block starts the service with everything the sandbox demo gives it, in one shell', () => {
+  const demo = readme.slice(readme.indexOf('<!-- sandbox-demo'));
+  const s3 = readme.slice(readme.indexOf('npm run --silent local-s3 > s3.env'));
+  const shell2 = s3.slice(0, s3.indexOf('```'));
+  // What the demo's `npm start` needs besides the defaults: each must be set in shell 2 as well.
+  for (const name of [
+    'WEBHOOK_SECRETS',
+    'HOST',
+    'CDN_URL',
+    'DOWNLOAD_CA_FILE',
+    'DOWNLOAD_ALLOW_PRIVATE_IPS',
+  ]) {
+    expect({ name, inDemo: demo.includes(`${name}=`) }).toEqual({ name, inDemo: true });
+    expect({ name, inS3Block: shell2.includes(`${name}=`) }).toEqual({ name, inS3Block: true });
+  }
 });
