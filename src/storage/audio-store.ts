@@ -38,7 +38,9 @@ export interface AudioStore {
    * the audio again); a store may then leave the name's own durability to that write.
    * `bytes`: the source's length, when known before it is read (the CDN's content-length); a
    * store may then send it in one request (S3: one streamed PUT instead of a multipart upload),
-   * and a source that ends short or runs long then fails the write.
+   * and a source that ends short or runs long then fails the write. `contentType`: the bytes'
+   * media type (the CDN's), for a store that keeps one with them (S3's `Content-Type`, which
+   * whoever serves the object from the bucket answers with).
    */
   write(
     name: string,
@@ -90,6 +92,7 @@ export interface WriteOptions {
   readonly id?: string;
   readonly entryDurableLater?: boolean;
   readonly bytes?: number;
+  readonly contentType?: string;
 }
 
 /** The archive's folder under AUDIO_DIR or S3_PREFIX. */

@@ -1,5 +1,5 @@
 import { s3PutCommand } from './s3-put-command.js';
-import type { StoredObject } from './s3-item-object.js';
+import type { ObjectItem, StoredObject } from './s3-item-object.js';
 import type { S3Location } from './s3-location.js';
 import { s3ReplaceableObject } from './s3-replaceable-object.js';
 import { statusOf } from './s3-storage-error.js';
@@ -29,18 +29,18 @@ export async function s3ConditionalPut(
   s3: S3Location,
   name: string,
   body: Buffer,
-  id: string | undefined,
+  item: ObjectItem,
   still?: () => Promise<boolean>,
 ): Promise<string | undefined> {
   let onto: StoredObject | undefined;
   for (let attempt = 1; ; attempt++) {
     if (still !== undefined && onto !== undefined && !(await still())) return undefined;
     try {
-      return (await s3.client.send(s3PutCommand(s3, name, body, body.length, onto, id))).ETag;
+      return (await s3.client.send(s3PutCommand(s3, name, body, body.length, onto, item))).ETag;
     } catch (error: unknown) {
       if (statusOf(error) !== 412 || attempt === CONDITIONAL_ATTEMPTS)
         throw s3.fail(error, `writing ${name}`);
     }
-    onto = await s3ReplaceableObject(s3, name, id);
+    onto = await s3ReplaceableObject(s3, name, item?.id);
   }
 }

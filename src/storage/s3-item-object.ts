@@ -1,4 +1,5 @@
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
+import type { WriteOptions } from './audio-store.js';
 import { itemRecord } from './item-record.js';
 import { statusOf } from './s3-storage-error.js';
 import type { S3Location } from './s3-location.js';
@@ -34,6 +35,14 @@ export async function s3ItemObject(
   }
 }
 
-/** What a write of `id`'s object adds to its request, so that the object records its item. */
-export const itemMetadata = (id: string | undefined) =>
-  id === undefined ? {} : { Metadata: { [ITEM_ID]: itemRecord(id) } };
+/** What a write records with its object: the item it holds, the media type it is served as. */
+export type ObjectItem = Pick<WriteOptions, 'id' | 'contentType'> | undefined;
+
+/**
+ * What a write of an item's object adds to its request: the item's record, so that the object
+ * records its item, and its `Content-Type` (else S3 serves it as `application/octet-stream`).
+ */
+export const itemFields = (item: ObjectItem) => ({
+  ...(item?.contentType === undefined ? {} : { ContentType: item.contentType }),
+  ...(item?.id === undefined ? {} : { Metadata: { [ITEM_ID]: itemRecord(item.id) } }),
+});

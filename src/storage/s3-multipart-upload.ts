@@ -5,7 +5,7 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { multipartEtag } from './multipart-etag.js';
-import { itemMetadata } from './s3-item-object.js';
+import { itemFields, type ObjectItem } from './s3-item-object.js';
 import type { S3Location } from './s3-location.js';
 import { s3ReplaceableObject } from './s3-replaceable-object.js';
 
@@ -34,13 +34,13 @@ export async function s3MultipartUpload(
   s3: S3Location,
   name: string,
   source: AsyncIterable<Uint8Array>,
-  id: string | undefined,
+  item: ObjectItem,
 ): Promise<string | undefined> {
   const { client } = s3;
-  const existing = await s3ReplaceableObject(s3, name, id);
+  const existing = await s3ReplaceableObject(s3, name, item?.id);
   const target = { Bucket: s3.bucket, Key: s3.key(name) };
   const created = await client.send(
-    new CreateMultipartUploadCommand({ ...target, ...itemMetadata(id) }),
+    new CreateMultipartUploadCommand({ ...target, ...itemFields(item) }),
   );
   const uploadId = created.UploadId ?? '';
   const parts: { PartNumber: number; ETag: string | undefined }[] = [];

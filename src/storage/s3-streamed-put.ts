@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import type { ObjectItem } from './s3-item-object.js';
 import { s3PutCommand } from './s3-put-command.js';
 import type { S3Location } from './s3-location.js';
 import { s3ReplaceableObject } from './s3-replaceable-object.js';
@@ -18,9 +19,9 @@ export async function s3StreamedPut(
   name: string,
   source: AsyncIterable<Uint8Array>,
   bytes: number,
-  id: string | undefined,
+  item: ObjectItem,
 ): Promise<string | undefined> {
-  const existing = await s3ReplaceableObject(s3, name, id);
+  const existing = await s3ReplaceableObject(s3, name, item?.id);
   const abort = new AbortController();
   const counted = async function* () {
     let sent = 0;
@@ -41,7 +42,7 @@ export async function s3StreamedPut(
   // pipe() gives the body no 'error' listener: its failure is reported through the abort.
   body.on('error', () => undefined);
   try {
-    const answer = await s3.client.send(s3PutCommand(s3, name, body, bytes, existing, id), {
+    const answer = await s3.client.send(s3PutCommand(s3, name, body, bytes, existing, item), {
       abortSignal: abort.signal,
     });
     return answer.ETag;

@@ -19,7 +19,6 @@ export async function s3WriteObject(
   source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
   options: WriteOptions | undefined,
 ): Promise<string | undefined> {
-  const id = options?.id;
   const iterator = toAsyncIterator(source);
   const first: Uint8Array[] = [];
   let bytes = 0;
@@ -35,7 +34,7 @@ export async function s3WriteObject(
   }
   let sourceFailure: { error: unknown } | undefined;
   try {
-    if (ended) return await s3ConditionalPut(s3, name, Buffer.concat(first), id);
+    if (ended) return await s3ConditionalPut(s3, name, Buffer.concat(first), options);
     else {
       const rest = recordFailure(
         { [Symbol.asyncIterator]: () => iterator },
@@ -48,8 +47,8 @@ export async function s3WriteObject(
       })();
       const known = options?.bytes;
       return known !== undefined && known <= MAX_PUT_BYTES
-        ? await s3StreamedPut(s3, name, whole, known, id)
-        : await s3MultipartUpload(s3, name, whole, id);
+        ? await s3StreamedPut(s3, name, whole, known, options)
+        : await s3MultipartUpload(s3, name, whole, options);
     }
   } catch (error: unknown) {
     // The source is closed at once (the CDN's connection), not left open until its timeout.

@@ -20,8 +20,8 @@ export async function s3WriteWithMetadata(
   metadata: Parameters<WriteWithMetadata>[1],
 ): Promise<void> {
   const etag = await s3WriteObject(s3, audio.name, audio.source, audio.options);
-  const id = audio.options?.id;
-  await s3ConditionalPut(s3, metadata.name, Buffer.from(metadata.bytes()), id, () =>
+  const item = { ...audio.options, contentType: 'application/json' };
+  await s3ConditionalPut(s3, metadata.name, Buffer.from(metadata.bytes()), item, () =>
     stillHolds(s3, audio.name, etag),
   );
 }

@@ -121,6 +121,7 @@ async function download(
       options: {
         id: item.id,
         entryDurableLater: true,
+        contentType: opened.contentType,
         ...(opened.bytes === undefined ? {} : { bytes: opened.bytes }),
       },
     };

@@ -673,3 +673,37 @@ describe('replay with the S3 store (the archive under <S3_PREFIX>.archive/)', ()
     expect((await object(bucket, left[0] ?? '')).toString()).toContain('"id":"recent"');
   });
 });
+
+it('each object carries its content type: the audio the one the CDN sent (one PUT, a streamed PUT, a multipart upload), the metadata application/json', async () => {
+  const bucket = await newBucket();
+  // Past a part (8 MiB): with a content-length one streamed PUT, without one a multipart upload.
+  const large = randomBytes(9 * 1024 * 1024);
+  cdn.route('/small.ogg', audio(randomBytes(1000), 'audio/ogg'));
+  cdn.route('/streamed.wav', served(large, { chunked: false }).route);
+  cdn.route('/parts.wav', served(large, { chunked: true }).route);
+  const items = [
+    { id: 'small', path: '/small.ogg', key: 'audio/small.ogg', type: 'audio/ogg' },
+    { id: 'streamed', path: '/streamed.wav', key: 'audio/streamed.wav', type: 'audio/wav' },
+    { id: 'parts', path: '/parts.wav', key: 'audio/parts.wav', type: 'audio/wav' },
+  ];
+  const typeOf = async (key: string) =>
+    (await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }))).ContentType;
+  const p = await startTestPipeline(pipelineEnv(bucket), cdn.ca);
+  try {
+    for (const { id, path } of items) await p.post(ready(id, path)).expect(202);
+    for (const { id, key, type } of items) {
+      expect(await p.settled(id)).toMatchObject({ state: 'completed' });
+      const metadata = JSON.parse((await object(bucket, `audio/${id}.json`)).toString()) as {
+        content_type: string;
+      };
+      expect({ id, audio: await typeOf(key), recorded: metadata.content_type }).toEqual({
+        id,
+        audio: type,
+        recorded: type,
+      });
+      expect(await typeOf(`audio/${id}.json`)).toBe('application/json');
+    }
+  } finally {
+    await p.close();
+  }
+}, 60_000);
