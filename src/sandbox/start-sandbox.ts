@@ -1,9 +1,10 @@
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { Agent } from 'undici';
+import { ListenError, listenProblem } from '../http/serve.js';
 import { createWorkerRedis, readyOrFail, redisTarget } from '../redis/connections.js';
 import { watchRedis } from '../redis/watch-redis.js';
 import { createKeyStore, type ApiKey, type KeyStore } from './api/keys.js';
@@ -12,7 +13,7 @@ import { createRateLimiter } from './api/rate-limit.js';
 import { createRequestLog } from './api/request-log.js';
 import { createAudioFiles } from './audio/audio-files.js';
 import { cdnCertificate } from './cdn/certificate.js';
-import { SAMPLE_FILE, startCdn } from './cdn/cdn-server.js';
+import { SAMPLE_FILE, startCdn, type CdnServer } from './cdn/cdn-server.js';
 import { synthesizeWav } from './audio/synthesize-wav.js';
 import { createDeliveryEngine } from './delivery/delivery-engine.js';
 import { originOf, type SandboxConfig } from './sandbox-settings.js';
@@ -56,12 +57,26 @@ export async function startSandbox(config: SandboxConfig, logger: Logger): Promi
   // What is open so far, closed in reverse if a later step fails: a sandbox that cannot start
   // must exit, not linger on its Redis connection and half its servers.
   const opened: (() => Promise<unknown>)[] = [];
+  // The API's routes come once Redis is there, but its port is taken first, with the CDN's.
+  const server = createServer();
   const closeAll = async () => {
+    // The API first: no request meets a closed engine or Redis.
+    if (server.listening)
+      await new Promise<void>((resolveClose) => {
+        server.close(() => {
+          resolveClose();
+        });
+        server.closeAllConnections();
+      });
     for (const close of opened.splice(0).reverse()) await close().catch(() => undefined);
   };
   try {
     await mkdir(config.dir, { recursive: true });
     const certificate = await cdnCertificate(config.dir, [config.publicHost]);
+    const audioDir = join(config.dir, 'audio');
+    await mkdir(audioDir, { recursive: true });
+    await writeFile(join(audioDir, SAMPLE_FILE), synthesizeWav('sample', 'alloy'));
+    const cdn = await listenBoth(config, server, audioDir, certificate, opened);
     const redis = createWorkerRedis(config);
     opened.push(async () => {
       // quit() waits in the offline queue of a connection that never came up: for ever.
@@ -77,15 +92,6 @@ export async function startSandbox(config: SandboxConfig, logger: Logger): Promi
     // From here on an outage is one line when it starts and one when it ends.
     const connection = watchRedis(redis, logger, 'sandbox', redisTarget(config));
     connection.up();
-    const audioDir = join(config.dir, 'audio');
-    await mkdir(audioDir, { recursive: true });
-    await writeFile(join(audioDir, SAMPLE_FILE), synthesizeWav('sample', 'alloy'));
-    const cdn = await startCdn(audioDir, certificate, config.host, config.cdnPort).catch(
-      (error: unknown) => {
-        throw new Error(`--cdn-port ${config.cdnPort}: ${String(error)}`);
-      },
-    );
-    opened.push(() => cdn.close());
     const cdnOrigin = originOf('https', config.publicHost, cdn.port);
     const keys = createKeyStore(redis, config.prefix);
     const engine = createDeliveryEngine({
@@ -113,25 +119,7 @@ export async function startSandbox(config: SandboxConfig, logger: Logger): Promi
       rateWindowMs: config.rateWindowMs,
       logger,
     });
-    const server = createServer(app);
-    await new Promise<void>((resolveListen, reject) => {
-      server.once('error', (error) => {
-        reject(new Error(`--port ${config.port}: ${String(error)}`));
-      });
-      server.listen(config.port, config.host, () => {
-        server.removeAllListeners('error');
-        resolveListen();
-      });
-    });
-    opened.push(
-      () =>
-        new Promise<void>((resolveClose) => {
-          server.close(() => {
-            resolveClose();
-          });
-          server.closeAllConnections();
-        }),
-    );
+    server.on('request', app);
     const key = await readyKey(redis, keys, config.prefix);
     const info: SandboxInfo = {
       api: originOf('http', config.publicHost, (server.address() as AddressInfo).port),
@@ -146,3 +134,44 @@ export async function startSandbox(config: SandboxConfig, logger: Logger): Promi
     throw error;
   }
 }
+
+/**
+ * Takes the CDN's port and the API's, both before anything else starts (Redis, the engine): a
+ * port taken (a second sandbox, another service) is then one line naming each port taken, by
+ * its flag and variable, and nothing else is printed or left open (the CDN, when bound, is
+ * added to `opened`; the caller closes the API's server).
+ */
+async function listenBoth(
+  config: SandboxConfig,
+  api: Server,
+  audioDir: string,
+  certificate: Parameters<typeof startCdn>[1],
+  opened: (() => Promise<unknown>)[],
+): Promise<CdnServer> {
+  const [cdn, listened] = await Promise.allSettled([
+    startCdn(audioDir, certificate, config.host, config.cdnPort),
+    new Promise<void>((resolveListen, reject) => {
+      api.once('error', reject);
+      api.listen(config.port, config.host, () => {
+        api.off('error', reject);
+        resolveListen();
+      });
+    }),
+  ]);
+  if (cdn.status === 'fulfilled') opened.push(() => cdn.value.close());
+  const problem = (result: PromiseSettledResult<unknown>, port: number, name: string) =>
+    result.status === 'rejected'
+      ? [listenProblem(errnoOf(result.reason), port, config.host, name, 'SANDBOX_HOST (--host)')]
+      : [];
+  // A host that is not this machine's fails both alike: said once.
+  const problems = new Set([
+    ...problem(listened, config.port, 'SANDBOX_PORT (--port)'),
+    ...problem(cdn, config.cdnPort, 'SANDBOX_CDN_PORT (--cdn-port)'),
+  ]);
+  if (cdn.status === 'rejected' || problems.size > 0)
+    throw new ListenError([...problems].join('; '));
+  return cdn.value;
+}
+
+const errnoOf = (reason: unknown): NodeJS.ErrnoException =>
+  reason instanceof Error ? reason : new Error(String(reason));

@@ -1,5 +1,9 @@
+import { spawn } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { runCli } from '../../src/cli/main';
@@ -256,6 +260,34 @@ describe('the API', () => {
     expect(elsewhere.status).toBe(400);
   });
 
+  it('a voice the sandbox does not have (GET /voices) is 400 with a detail naming its voices, on each endpoint that takes one', async () => {
+    const sbx = await sandbox();
+    const token = sbx.info.key.token;
+    const listed = (await sbx.call('GET', '/voices', undefined, token)).body as {
+      voices: { id: string }[];
+    };
+    const ids = listed.voices.map((voice) => voice.id);
+    expect(ids).toEqual(['alloy', 'ember', 'river', 'sage']);
+    const refused = await Promise.all([
+      sbx.call('POST', '/v1/tts', { text: 'hello', voice: 'nova' }, token),
+      sbx.call('POST', '/v1/tts/batch', { items: [{ text: 'hello', voice: 'nova' }] }, token),
+      sbx.call(
+        'POST',
+        '/v1/voice-convert',
+        { audio_url: `${sbx.info.cdn}/audio/sample.wav`, voice: 'nova' },
+        token,
+      ),
+    ]);
+    for (const answer of refused) {
+      expect(answer.status).toBe(400);
+      const { detail } = answer.body as { detail: string };
+      expect(detail).toContain('unknown voice "nova"');
+      for (const id of ids) expect(detail).toContain(id);
+    }
+    // Nothing was rendered or sent for the refused batch.
+    expect(await deliveries(sbx)).toEqual([]);
+  });
+
   it('keys: missing, unknown and revoked are 401; a revocation is delivered as key.revoked', async () => {
     const port = await freePort();
     const sbx = await sandbox({
@@ -287,15 +319,84 @@ describe('the API', () => {
   });
 });
 
-it('a sandbox that cannot listen exits at once, naming the flag (it used to linger)', async () => {
-  const taken = await sandbox();
-  const port = new URL(taken.info.api).port;
-  await expect(
-    startSandboxProcess({ flags: { port }, env: { WEBHOOK_SECRETS: SECRET } }),
-  ).rejects.toThrow(
-    new RegExp(`sandbox exited \\(1\\): audio-webhooks: --port ${port}: Error: listen EADDRINUSE`),
-  );
-});
+/** A port of 127.0.0.1 held by this test until `close`. */
+async function occupy(): Promise<{ port: number; close: () => Promise<void> }> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => {
+          resolve();
+        });
+      }),
+  };
+}
+
+it.each([
+  ['API port', ['SANDBOX_PORT (--port)']],
+  ['CDN port', ['SANDBOX_CDN_PORT (--cdn-port)']],
+  ['API and CDN ports', ['SANDBOX_PORT (--port)', 'SANDBOX_CDN_PORT (--cdn-port)']],
+])(
+  'a sandbox with its %s taken exits 1 at once: one line naming each port taken by variable and flag, nothing else',
+  async (_case, names) => {
+    const held = await occupy();
+    const ports = {
+      port: names.includes('SANDBOX_PORT (--port)') ? held.port : await freePort(),
+      cdnPort: names.includes('SANDBOX_CDN_PORT (--cdn-port)') ? held.port : await freePort(),
+    };
+    const prefix = `sandbox-test-${randomUUID()}`;
+    // LOG_LEVEL left at its default: no log line may come before the refusal.
+    const child = spawn(
+      process.execPath,
+      [
+        join(__dirname, '..', '..', 'bin', 'audio-webhooks.js'),
+        'sandbox',
+        '--port',
+        String(ports.port),
+        '--cdn-port',
+        String(ports.cdnPort),
+        '--dir',
+        mkdtempSync(join(tmpdir(), 'aw-sandbox-')),
+      ],
+      {
+        env: {
+          PATH: process.env.PATH ?? '',
+          REDIS_URL: process.env.REDIS_URL ?? '',
+          SANDBOX_PREFIX: prefix,
+          WEBHOOK_SECRETS: SECRET,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    const exited = once(child, 'exit');
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    try {
+      const [code] = (await exited) as [number | null];
+      expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
+      const lines = stderr.split('\n').filter((line) => line !== '');
+      expect(lines).toHaveLength(1);
+      for (const name of names) {
+        const port = name.startsWith('SANDBOX_PORT') ? ports.port : ports.cdnPort;
+        expect(lines[0]).toContain(
+          `${name} ${port} is already in use on SANDBOX_HOST (--host) 127.0.0.1`,
+        );
+      }
+      expect(lines[0]).not.toMatch(/EADDRINUSE|Error:|\bat /);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+      await held.close();
+      await deleteKeys(redis, `${prefix}:*`);
+    }
+  },
+);
 
 it('pending deliveries survive a sandbox restart and are delivered after it', async () => {
   const port = await freePort();

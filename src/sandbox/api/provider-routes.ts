@@ -6,14 +6,7 @@ import { ApiError } from './api-error.js';
 import type { SandboxApiDeps } from './sandbox-api-deps.js';
 import type { ApiKey } from './keys.js';
 import { SPEC_LIMITS, type Endpoint } from '../../spec/rate-limits.js';
-import { batchRequest, firstProblem, ttsRequest, voiceConvertRequest } from './schemas.js';
-
-export const VOICES = [
-  { id: 'alloy', name: 'Alloy' },
-  { id: 'ember', name: 'Ember' },
-  { id: 'river', name: 'River' },
-  { id: 'sage', name: 'Sage' },
-] as const;
+import { batchRequest, firstProblem, ttsRequest, voiceConvertRequest, VOICES } from './schemas.js';
 
 const sendWav = (res: Response, wav: Buffer) => {
   res.status(200).type('audio/wav').send(wav);

@@ -1,8 +1,24 @@
 import { z } from 'zod';
 import { FAULTS } from '../delivery/faults.js';
 
+/** The sandbox's voices, as `GET /voices` lists them. */
+export const VOICES = [
+  { id: 'alloy', name: 'Alloy' },
+  { id: 'ember', name: 'Ember' },
+  { id: 'river', name: 'River' },
+  { id: 'sage', name: 'Sage' },
+] as const;
+
 const text = z.string().min(1).max(5000);
-const voice = z.string().min(1).max(100);
+const VOICE_IDS = VOICES.map((known) => known.id);
+/**
+ * One of VOICES: a voice the provider does not have is its client's mistake, and one the sandbox
+ * let through would hide it until the real provider refuses it.
+ */
+const voice = z.enum(VOICE_IDS, {
+  error: ({ input }) =>
+    `${typeof input === 'string' ? `unknown voice ${JSON.stringify(input)}` : 'a voice is required'}: the sandbox's voices are ${VOICE_IDS.join(', ')} (GET /voices)`,
+});
 /** Ids end up in deliveries: the receiver refuses lone surrogates, so the sandbox does too. */
 const id = z
   .string()
