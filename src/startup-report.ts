@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { redisTarget } from './redis/connections.js';
 import { PLACEHOLDER_SECRETS } from './config/receiver-settings.js';
+import { quietSdkNodeNotice } from './storage/s3-client.js';
 
 export function packageVersion(): string {
   try {
@@ -55,10 +56,9 @@ export function reportStartup(config: Config, logger: Logger, facts: StartupFact
       'DOWNLOAD_ALLOW_PRIVATE_IPS=true: downloads may reach loopback and private addresses (local development only)',
     );
   }
-  if (worker && config.audioStore === 's3' && nodeMajor() < 22) {
-    logger.warn(
-      `AUDIO_STORE=s3 on Node ${process.versions.node}: AWS SDK releases after the first week of January 2027 need Node 22 or later (the Docker image runs 24)`,
-    );
+  const sdkNotice = worker && config.audioStore === 's3' ? quietSdkNodeNotice() : undefined;
+  if (sdkNotice !== undefined) {
+    logger.warn(`AUDIO_STORE=s3 on ${sdkNotice} (the Docker image runs 24)`);
   }
   logger.info(
     {
@@ -96,8 +96,4 @@ export function reportStartup(config: Config, logger: Logger, facts: StartupFact
     },
     'audio-webhooks started',
   );
-}
-
-function nodeMajor(): number {
-  return Number(process.versions.node.split('.')[0]);
 }

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { quietSdkNodeNotice } from '../storage/s3-client.js';
 import { PortTakenError, portIsTaken, startCephGateway } from './ceph-gateway.js';
 
 /**
@@ -57,6 +58,9 @@ async function main(): Promise<void> {
     fail(`cannot listen on port ${port} (LOCAL_S3_PORT): ${String(error)}`),
   );
   if (taken) portTaken();
+  // The SDK's own notice is nine lines among these one-line ones: said here as one.
+  const sdkNotice = quietSdkNodeNotice();
+  if (sdkNotice !== undefined) process.stderr.write(`local-s3: ${sdkNotice}\n`);
   process.stderr.write(
     'local-s3: starting Ceph (a monitor, an in-memory OSD, radosgw): about 15 s\n',
   );

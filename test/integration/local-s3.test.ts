@@ -21,7 +21,7 @@ import request from 'supertest';
 import { audio, startLocalCdn } from '../helpers/local-cdn';
 import { freePort } from '../helpers/private-redis';
 import { eventually } from '../helpers/sandbox-process';
-import { spawnService } from '../helpers/spawn-service';
+import { groupAlive, spawnService } from '../helpers/spawn-service';
 import { signed, TEST_SECRET } from '../helpers/test-receiver';
 
 // `npm run local-s3` as a newcomer runs it: the settings it prints run the service against it, a
@@ -386,12 +386,30 @@ function kernelAddress(hex: string): string {
   return ipaddr.fromByteArray([...bytes]).toString();
 }
 
-/** True while any process of the group is alive. */
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+// On Node < 22 the AWS SDK writes a nine-line notice to stderr at its first client: local-s3's
+// other lines are one each, `local-s3: …`, and the notice is said as one of them.
+it('npm run local-s3: standard error is one-line messages, the AWS SDK notice on Node < 22 among them, never its nine lines', async () => {
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = { ...process.env, LOCAL_S3_PORT: String(port) };
+  delete env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED;
+  delete env.NODE_NO_WARNINGS;
+  const child = spawn(process.execPath, [join(root, 'dist', 'dev', 'local-s3.js')], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  started.push(child);
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = once(child, 'exit');
+  await readyWithin(child.stdout, 90_000, () => stderr);
+  // Stopped before reading, so that every line it wrote has come.
+  child.kill('SIGTERM');
+  await exited;
+  const lines = stderr.split('\n').filter((line) => line !== '');
+  expect(stderr).not.toMatch(/NodeVersionSupportWarning|More information can be found/);
+  expect(lines.filter((line) => !line.startsWith('local-s3: '))).toEqual([]);
+  const notice = lines.filter((line) => line.includes('need Node 22'));
+  expect(notice).toHaveLength(Number(process.versions.node.split('.')[0]) < 22 ? 1 : 0);
+}, 120_000);
