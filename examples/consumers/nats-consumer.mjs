@@ -1,35 +1,55 @@
 // A consumer of the receiver's NATS JetStream forwards (docs/forwarding.md, "Consumers"). Start it
 // first: it creates the stream that takes the subject (the service never creates one, and a
-// publish no stream takes is refused and retried), then a durable consumer that reads it. Then
-// start the service with FORWARD_URLS=nats://127.0.0.1:4222/audio.stored.
+// publish no stream takes is refused and retried), then a durable consumer that reads it, and
+// prints the FORWARD_URLS entry to start the service with.
 //
 //   node examples/consumers/nats-consumer.mjs
 //
-// NATS_URL (127.0.0.1:4222), STREAM (AUDIO), SUBJECT (audio.stored) and DURABLE (indexer) name
-// what it uses.
+// NATS_URL (127.0.0.1:4222), STREAM, SUBJECT and DURABLE name what it uses. Their defaults end in
+// a tag made for this run (AUDIO_EXAMPLE_<tag>, audio-example.<tag>, indexer-<tag>): two runs on
+// one server, yours and a colleague's, never share a stream. On Ctrl-C or SIGTERM it deletes what
+// it created; a stream or consumer that was there before it started is left as it was. Killed
+// unannounced (kill -9), it leaves its stream (`nats stream rm <name>`); its consumer goes by
+// itself an hour after its last reader.
+import { randomBytes } from 'node:crypto';
 import process from 'node:process';
 import { connect, nanos } from 'nats';
 
+const tag = randomBytes(4).toString('hex');
 const servers = process.env.NATS_URL ?? '127.0.0.1:4222';
-const stream = process.env.STREAM ?? 'AUDIO';
-const subject = process.env.SUBJECT ?? 'audio.stored';
-const durable = process.env.DURABLE ?? 'indexer';
+const stream = process.env.STREAM ?? `AUDIO_EXAMPLE_${tag}`;
+const subject = process.env.SUBJECT ?? `audio-example.${tag}`;
+const durable = process.env.DURABLE ?? `indexer-${tag}`;
 
 const nc = await connect({ servers });
 const jsm = await nc.jetstreamManager();
-const exists = await jsm.streams.info(stream).then(
-  () => true,
-  () => false,
-);
-if (!exists) {
+const found = (lookup) =>
+  lookup.then(
+    () => true,
+    () => false,
+  );
+const createdStream = !(await found(jsm.streams.info(stream)));
+if (createdStream) {
   // The stream drops a message whose Nats-Msg-Id it stored within the window: a forward sent
   // again (a retry, a replay) within the hour is stored once.
   await jsm.streams.add({ name: stream, subjects: [subject], duplicate_window: nanos(3_600_000) });
 }
-await jsm.consumers.add(stream, { durable_name: durable, ack_policy: 'explicit' });
+const createdConsumer = !(await found(jsm.consumers.info(stream, durable)));
+if (createdConsumer) {
+  await jsm.consumers.add(stream, {
+    durable_name: durable,
+    ack_policy: 'explicit',
+    inactive_threshold: nanos(3_600_000),
+  });
+}
 const messages = await (await nc.jetstream().consumers.get(stream, durable)).consume();
+// Credentials in NATS_URL stay out of what is printed.
+const server = servers
+  .split(',')[0]
+  .replace(/^nats:\/\//, '')
+  .replace(/^[^@]*@/, '');
 process.stdout.write(
-  `nats-consumer: reading stream ${stream} (subject ${subject}) as ${durable}\n`,
+  `nats-consumer: reading stream ${stream} (subject ${subject}) as ${durable}; start the service with FORWARD_URLS=nats://${server}/${subject}\n`,
 );
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
@@ -44,4 +64,7 @@ for await (const m of messages) {
   );
   m.ack();
 }
+// Stopped: what this run created goes (a stream takes its consumers with it).
+if (createdStream) await jsm.streams.delete(stream);
+else if (createdConsumer) await jsm.consumers.delete(stream, durable);
 await nc.close();
