@@ -23,10 +23,16 @@ export interface Received {
   };
 }
 
+/** How long `Inbox.atLeast` waits by default: below Jest's 30 s, so its own message is seen. */
+const ARRIVAL_MS = 25_000;
+
 /** Messages arriving, with a wait for the n-th: each destination's consumer feeds one. */
 export class Inbox {
   readonly messages: Received[] = [];
   private readonly waiters: { count: number; resolve: () => void }[] = [];
+
+  /** `name`: the destination, for a wait that fails. */
+  constructor(private readonly name: string) {}
 
   push(message: Received): void {
     this.messages.push(message);
@@ -36,10 +42,33 @@ export class Inbox {
     }
   }
 
-  /** Resolves once `count` messages arrived (repeats included). */
-  atLeast(count: number): Promise<void> {
+  /**
+   * Resolves once `count` messages arrived (repeats included); fails after `timeoutMs`, naming
+   * the destination, how many it waited for and which ones it has, rather than leaving Jest to
+   * say "Exceeded timeout".
+   */
+  atLeast(count: number, timeoutMs = ARRIVAL_MS): Promise<void> {
     if (this.messages.length >= count) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push({ count, resolve }));
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        count,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        const got = this.ids();
+        reject(
+          new Error(
+            `${this.name}: waited ${timeoutMs} ms for ${count} messages, ${got.length} arrived` +
+              (got.length > 0 ? ` (the last: ${got.slice(-5).join(', ')})` : ''),
+          ),
+        );
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
   }
 
   ids(): string[] {
@@ -73,7 +102,7 @@ export interface HttpEndpoint {
 /** A consumer's HTTP endpoint that verifies each forward with the `standardwebhooks` library. */
 export async function startHttpEndpoint(secret: string): Promise<HttpEndpoint> {
   const verifier = new Webhook(secret);
-  const inbox = new Inbox();
+  const inbox = new Inbox('the HTTP endpoint');
   const endpoint: HttpEndpoint = {
     url: '',
     inbox,
@@ -157,7 +186,7 @@ export async function createJetStream(
   const nc: NatsConnection = await natsConnect({ servers: server, maxReconnectAttempts: -1 });
   const jsm = await nc.jetstreamManager();
   await jsm.streams.add({ name, subjects: [subject], duplicate_window: nanos(120_000) });
-  const inbox = new Inbox();
+  const inbox = new Inbox('the JetStream stream');
   const messages = consume ? await (await nc.jetstream().consumers.get(name)).consume() : undefined;
   if (messages !== undefined)
     void (async () => {
@@ -212,7 +241,7 @@ export async function createRabbitQueue({ consume = true } = {}): Promise<Rabbit
   await channel.assertExchange(exchange, 'direct', { durable: false, autoDelete: true });
   const { queue } = await channel.assertQueue('', { exclusive: true });
   await channel.bindQueue(queue, exchange, 'stored');
-  const inbox = new Inbox();
+  const inbox = new Inbox('the RabbitMQ queue');
   const startConsuming = () =>
     channel.consume(
       queue,

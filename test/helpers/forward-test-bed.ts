@@ -43,16 +43,9 @@ export function forwardTestBed(): ForwardTestBed {
       if (cdn === undefined) throw new Error('the CDN starts before the tests');
       return cdn;
     },
-    service: (env, options) => {
-      const spawned = spawnService({ REDIS_URL: process.env.REDIS_URL ?? '', ...env }, options);
-      cleanups.push(async () => {
-        if (spawned.child.exitCode === null && spawned.child.signalCode === null) {
-          spawned.child.kill('SIGTERM');
-          await spawned.exited;
-        }
-      });
-      return spawned;
-    },
+    // spawn-service.ts stops it after the test, before the cleanups here run.
+    service: (env, options) =>
+      spawnService({ REDIS_URL: process.env.REDIS_URL ?? '', ...env }, options),
     prefixed: () => {
       const prefix = `test-${randomUUID()}`;
       cleanups.push(() => deleteKeys(redis, `${prefix}:*`));

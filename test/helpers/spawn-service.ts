@@ -21,6 +21,43 @@ export interface ServiceProcess {
 const MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
 
 /**
+ * Every child spawned here that has not exited yet, and whether it was spawned by a test (or its
+ * beforeEach) rather than by a beforeAll: a test that fails before its own stop leaves nothing
+ * running, because the hooks below stop what it spawned.
+ */
+const live = new Map<
+  ChildProcess,
+  { readonly exited: Promise<unknown>; readonly inTest: boolean }
+>();
+let inTest = false;
+
+/**
+ * SIGKILLs the children spawned here that are still running (only those a test spawned, with
+ * `tests`), and resolves once they have exited. A test that means to stop its service gracefully
+ * does so itself and checks how it went; this is the net under it.
+ */
+export async function stopSpawned({ tests = false } = {}): Promise<void> {
+  const stopping = [...live].filter(([, spawned]) => !tests || spawned.inTest);
+  await Promise.all(
+    stopping.map(([child, spawned]) => {
+      child.kill('SIGKILL');
+      return spawned.exited;
+    }),
+  );
+}
+
+// Registered by importing this module: Jest runs a helper's top-level hooks for the test file
+// that imports it, before the file's own afterEach and afterAll.
+beforeEach(() => {
+  inTest = true;
+});
+afterEach(async () => {
+  inTest = false;
+  await stopSpawned({ tests: true });
+});
+afterAll(() => stopSpawned());
+
+/**
  * Runs the built service (`node dist/main.js`, as `npm start` runs it once built) with the given
  * environment; `main` runs another build of it (a fork's, in a copy of the repository), and
  * `command` another command altogether (`npm start` itself, exactly as the README says).
@@ -74,9 +111,11 @@ export function spawnService(
   });
   const exited = new Promise<number | null>((resolve) =>
     child.once('exit', (code) => {
+      live.delete(child);
       resolve(code);
     }),
   );
+  live.set(child, { exited, inTest });
   return {
     child,
     logs,

@@ -27,8 +27,11 @@ export interface TestPipeline {
   readonly audioDir: string;
   /** POSTs a signed delivery over HTTP, as the provider would. */
   post(body: unknown): request.Test;
-  /** Resolves when the job for this data.id completes or fails for good. */
-  settled(dataId: string): Promise<Settled>;
+  /**
+   * Resolves when the job for this data.id completes or fails for good; fails after `timeoutMs`
+   * (25 s: below Jest's 30 s) naming the id and what has settled so far.
+   */
+  settled(dataId: string, timeoutMs?: number): Promise<Settled>;
   /** Runs the operator CLI in-process with this pipeline's environment. */
   cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
   files(): string[];
@@ -61,12 +64,14 @@ export async function startTestPipeline(
     ...(ca === undefined ? {} : { ca }),
   });
   const outcomes = new Map<string, Settled>();
-  const waiters = new Map<string, (s: Settled) => void>();
+  // A list per id: two waits on one id (a test and its helper) both resolve.
+  const waiters = new Map<string, ((s: Settled) => void)[]>();
   const settle = (job: Job<DeliveryJobData> | undefined, outcome: Settled) => {
     const id = job === undefined ? undefined : jobItemId(job.data);
     if (id === undefined) return;
     outcomes.set(id, outcome);
-    waiters.get(id)?.(outcome);
+    for (const resolve of waiters.get(id) ?? []) resolve(outcome);
+    waiters.delete(id);
   };
   workers.worker.on('completed', (job, result) => {
     settle(job, { state: 'completed', result });
@@ -83,11 +88,27 @@ export async function startTestPipeline(
       const { raw, headers } = signed(body);
       return request(receiver.listener).post('/webhooks').set(headers).send(raw);
     },
-    settled(dataId) {
+    settled(dataId, timeoutMs = 25_000) {
       const known = outcomes.get(dataId);
-      return known
-        ? Promise.resolve(known)
-        : new Promise((resolve) => waiters.set(dataId, resolve));
+      if (known) return Promise.resolve(known);
+      return new Promise((resolve, reject) => {
+        const waiter = (outcome: Settled) => {
+          clearTimeout(timer);
+          resolve(outcome);
+        };
+        const timer = setTimeout(() => {
+          const list = waiters.get(dataId) ?? [];
+          list.splice(list.indexOf(waiter), 1);
+          const seen = [...outcomes.keys()].slice(-5);
+          reject(
+            new Error(
+              `the job of ${JSON.stringify(dataId)} did not settle within ${timeoutMs} ms; ` +
+                `${outcomes.size} settled${seen.length > 0 ? `, the last: ${seen.join(', ')}` : ''}`,
+            ),
+          );
+        }, timeoutMs);
+        waiters.set(dataId, [...(waiters.get(dataId) ?? []), waiter]);
+      });
     },
     async cli(...args) {
       let stdout = '';

@@ -9,17 +9,13 @@ import { createNatsSender } from '../../src/forward/nats-sender';
 import { ForwardError, PermanentForwardError, type Sender } from '../../src/forward/sender';
 import { eventually } from '../../src/util/eventually';
 import { createJetStream, startPrivateNats } from '../helpers/forward-destinations';
+import { afterTest } from '../helpers/after-test';
 
 const RABBIT_PORT = 5672;
 const NATS_PORT = 4222;
 // The machine's RabbitMQ runs with the default max_message_size (`rabbitmqctl environment`:
 // {max_message_size,134217728}), 128 MiB.
 const RABBIT_MAX_MESSAGE = 128 * 1024 * 1024;
-
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
 
 /**
  * This process's open TCP sockets whose peer listens on `port`. /proc/self/net/tcp lists every
@@ -58,7 +54,7 @@ async function settlesAt(port: number, count: number): Promise<number> {
 }
 
 function closing(sender: Sender): Sender {
-  cleanups.push(() => sender.close());
+  afterTest(() => sender.close());
   return sender;
 }
 
@@ -71,7 +67,7 @@ async function silentServer(port = 0): Promise<{ port: number; server: Server }>
   });
   server.listen(port, '127.0.0.1');
   await once(server, 'listening');
-  cleanups.push(async () => {
+  afterTest(async () => {
     for (const socket of accepted) socket.destroy();
     server.close();
     await once(server, 'close');
@@ -122,7 +118,7 @@ describe('RabbitMQ sender', () => {
   it('a message over the broker max_message_size (128 MiB): PermanentForwardError naming both sizes, and the same connection takes the next message', async () => {
     // An exchange with a queue bound, on a connection of the test's own (one socket to 5672).
     const model = await amqpConnect(`amqp://guest:guest@127.0.0.1:${RABBIT_PORT}`);
-    cleanups.push(() => model.close());
+    afterTest(() => model.close());
     const channel = await model.createChannel();
     const exchange = `aw-test-${randomUUID()}`;
     await channel.assertExchange(exchange, 'direct', { durable: false, autoDelete: true });
@@ -190,7 +186,7 @@ describe('NATS sender', () => {
 
   it('a message over the server max_payload: PermanentForwardError at once, naming the size and the limit; the connection then stores the next message', async () => {
     const stream = await createJetStream(`127.0.0.1:${NATS_PORT}`, { consume: false });
-    cleanups.push(() => stream.close());
+    afterTest(() => stream.close());
     // The server's limit as it announces it to every client (1 MiB unless configured).
     const probe = await natsConnect({ servers: `127.0.0.1:${NATS_PORT}` });
     const limit = probe.info?.max_payload ?? 0;
@@ -220,7 +216,7 @@ describe('NATS sender', () => {
 
   it('a server gone silent after a restart: each timed-out reconnect lets go of its socket, and close() leaves none', async () => {
     const nats = await startPrivateNats();
-    cleanups.push(() => nats.stop());
+    afterTest(() => nats.stop());
     const port = Number(nats.server.split(':')[1]);
     const sender = closing(
       createNatsSender(new URL(`nats://${nats.server}/aw-test.none`), 'aw-test.none', 200),

@@ -20,14 +20,19 @@ afterEach(async () => {
   redis = undefined;
 });
 
-async function timedGet(port: number, path: string): Promise<{ status: number; ms: number }> {
-  const started = performance.now();
+/**
+ * A GET's status. The endpoints' own deadline (2 s) answers for a Redis that does not; the bound
+ * here only catches the hang they once had (a liveness probe waiting for good), and names it.
+ */
+async function probe(port: number, path: string): Promise<number> {
   const res = await fetch(`http://127.0.0.1:${String(port)}${path}`, {
     headers: { connection: 'close' },
-    signal: AbortSignal.timeout(20_000),
+    signal: AbortSignal.timeout(10_000),
+  }).catch((error: unknown) => {
+    throw new Error(`GET ${path} on port ${String(port)} did not answer`, { cause: error });
   });
   await res.arrayBuffer();
-  return { status: res.status, ms: Math.round(performance.now() - started) };
+  return res.status;
 }
 
 async function startAll(redisUrl: string) {
@@ -50,7 +55,7 @@ async function startAll(redisUrl: string) {
   return { port, internalPort, healthPort, service };
 }
 
-it('Redis down from the start: /metrics and the worker /healthz answer within their deadlines, again and again', async () => {
+it('Redis down from the start: /metrics and the worker /healthz answer 200 (their deadlines, not a hang), again and again', async () => {
   const { internalPort, healthPort } = await startAll(
     `redis://127.0.0.1:${String(await freePort())}`,
   );
@@ -58,13 +63,11 @@ it('Redis down from the start: /metrics and the worker /healthz answer within th
   // hang for good, so Kubernetes restarted healthy workers for a Redis outage.
   const answers = [];
   for (let i = 0; i < 2; i++) {
-    answers.push(await timedGet(internalPort, '/metrics'));
-    answers.push(await timedGet(healthPort, '/healthz'));
-    answers.push(await timedGet(healthPort, '/metrics'));
+    answers.push(await probe(internalPort, '/metrics'));
+    answers.push(await probe(healthPort, '/healthz'));
+    answers.push(await probe(healthPort, '/metrics'));
   }
-  expect(answers.map((a) => a.status)).toEqual(Array(6).fill(200));
-  // Deadline 2 s; the rest is a loaded machine's slack.
-  expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(3_500);
+  expect(answers).toEqual(Array(6).fill(200));
 }, 60_000);
 
 it('a 10 s Redis outage under ROLE=all with deliveries arriving: one warning per connection when it starts, one line when it ends, no stack for a refused delivery, nothing on stderr', async () => {
@@ -84,8 +87,8 @@ it('a 10 s Redis outage under ROLE=all with deliveries arriving: one warning per
   const refused: number[] = [];
   // The outage itself is the condition under test: it lasts 10 s, probed every second.
   while (performance.now() - outageStarted < 10_000) {
-    during.push(await timedGet(internalPort, '/metrics'));
-    during.push(await timedGet(healthPort, '/healthz'));
+    during.push(await probe(internalPort, '/metrics'));
+    during.push(await probe(healthPort, '/healthz'));
     // The provider keeps sending: each is refused (503, counted), never traced.
     const { raw, headers } = signed(
       sampleDelivery('key.revoked', { id: `k-${String(during.length)}` }),
@@ -120,10 +123,7 @@ it('a 10 s Redis outage under ROLE=all with deliveries arriving: one warning per
   expect(refused.every((status) => status === 503)).toBe(true);
   expect(lines.some((line) => 'err' in line)).toBe(false);
   expect(service?.stderr()).toBe('');
-  expect(during.every((a) => a.status === 200 && a.ms < 3_500)).toBe(true);
-  console.log(
-    `outage of 10 s: ${String(lines.length)} log lines in all, ${String(loud.length)} warnings`,
-  );
+  expect(during).toEqual(Array(during.length).fill(200));
 }, 60_000);
 
 it('the sandbox without Redis says so in one line and exits 1', async () => {

@@ -14,13 +14,14 @@ import { freePort } from '../helpers/private-redis';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox-process';
 import { startTestPipeline } from '../helpers/test-pipeline';
 import { deleteKeys } from '../helpers/test-receiver';
+import { afterTest } from '../helpers/after-test';
 
 // The provider client against the sandbox: real Redis, real processes, loopback only.
-const WINDOW_MS = 2000;
+// Long enough that a process spawned on a loaded machine still lands in the window another filled.
+const WINDOW_MS = 5000;
 const BIN = join(__dirname, '..', '..', 'bin', 'audio-webhooks.js');
 const DIST = join(__dirname, '..', '..', 'dist', 'index.js');
 const redis = new Redis(process.env.REDIS_URL ?? '');
-const cleanups: (() => Promise<unknown>)[] = [];
 let sbx: SandboxProcess;
 let prefix: string;
 /** Where the sandbox delivers its webhooks. */
@@ -46,14 +47,11 @@ beforeEach(async () => {
     },
     env: { WEBHOOK_SECRETS: 'whsec_client_test' },
   });
-  cleanups.push(async () => {
+  afterTest(async () => {
     await sbx.stop();
     await deleteKeys(redis, `${sbx.prefix}:*`);
     await deleteKeys(redis, `${prefix}:*`);
   });
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 afterAll(() => {
   redis.disconnect();
@@ -75,7 +73,7 @@ async function client(keys: { id: string; token: string }[], cacheTtlSeconds = 0
     windowMs: WINDOW_MS,
     cacheTtlSeconds,
   });
-  cleanups.push(() => created.close());
+  afterTest(() => created.close());
   return created;
 }
 
@@ -224,9 +222,9 @@ it('4. a revoked key is never used again once recorded; the next takes over; non
     WEBHOOK_SECRETS: 'whsec_client_test',
     QUEUE_PREFIX: prefix,
   });
-  cleanups.push(() => pipeline.close());
+  afterTest(() => pipeline.close());
   const server = await serve(pipeline.receiver.listener, webhookPort, '127.0.0.1');
-  cleanups.push(() => server.close());
+  afterTest(() => server.close());
   const both = await client([sbx.info.key, second]);
   await both.tts({ text: 'before', voice: 'alloy' });
 
@@ -358,7 +356,7 @@ it("7. the TTS cache keeps the audio out of the queue's Redis: only a small inde
     windowMs: WINDOW_MS,
     cacheArea: createLocalBlobArea(cacheDir),
   });
-  cleanups.push(() => cached.close());
+  afterTest(() => cached.close());
   const texts = ['first words', 'second words', 'third words'];
   const fresh = await Promise.all(texts.map((text) => cached.tts({ text, voice: 'river' })));
   const again = await Promise.all(texts.map((text) => cached.tts({ text, voice: 'river' })));
@@ -397,7 +395,7 @@ it('8. a process killed while it holds the TTS lease stalls the others about 2 s
     0,
     '127.0.0.1',
   );
-  cleanups.push(() => provider.close());
+  afterTest(() => provider.close());
   const audioDir = mkdtempSync(join(tmpdir(), 'aw-lease-'));
   const env = {
     PROVIDER_BASE_URL: `http://127.0.0.1:${String(provider.port)}`,

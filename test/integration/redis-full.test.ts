@@ -14,6 +14,7 @@ import {
   TEST_SECRET,
   type TestReceiver,
 } from '../helpers/test-receiver';
+import { afterTest } from '../helpers/after-test';
 
 /**
  * What Redis must be for the promises, and what happens when it is not: an eviction policy
@@ -23,14 +24,12 @@ import {
  */
 let server: PrivateRedis;
 let admin: Redis;
-const closers: (() => unknown)[] = [];
 
 beforeEach(async () => {
   server = await startPrivateRedis();
   admin = new Redis(server.url);
 });
 afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
   admin.disconnect();
   await server.stop();
 });
@@ -54,7 +53,7 @@ async function receiverOn(env: Record<string, string> = {}) {
     { REDIS_URL: server.url, ...env },
     { logger: log.logger },
   );
-  closers.push(() => receiver.close());
+  afterTest(() => receiver.close());
   return { receiver, log };
 }
 
@@ -78,9 +77,6 @@ describe("Redis's eviction policy", () => {
       HOST: '127.0.0.1',
       PORT: '0',
       ROLE: 'all',
-    });
-    closers.push(() => {
-      service.child.kill('SIGKILL');
     });
     expect(await service.exited).toBe(1);
     const lines = service.stderr().trim().split('\n');
@@ -151,7 +147,7 @@ describe('a Redis that fills', () => {
       testConfig({ REDIS_URL: server.url, QUEUE_PREFIX: receiver.config.queuePrefix }),
       createLogger('silent'),
     );
-    closers.push(() => workers.close());
+    afterTest(() => workers.close());
     await eventually(
       async () =>
         (await post(receiver, sampleDelivery('audio.failed'))).status === 202 ? true : undefined,
@@ -180,7 +176,7 @@ describe('a Redis that refuses writes', () => {
       testConfig({ REDIS_URL: server.url, QUEUE_PREFIX: receiver.config.queuePrefix }),
       log.logger,
     );
-    closers.push(() => workers.close());
+    afterTest(() => workers.close());
     // Wait until Redis has refused the worker four times (its probes back off: 1.75 s at least).
     await eventually(async () => ((await rejectedCalls()) >= 4 ? true : undefined), {
       timeoutMs: 20_000,

@@ -40,27 +40,27 @@ let sbx: SandboxProcess;
 let port: number;
 let build: { main: string; dir: string };
 let redis: Redis;
-const services: ServiceProcess[] = [];
 const dirs: string[] = [];
 
-beforeAll(async () => {
+// The fork's build is made once; each test gets its own sandbox (its deliveries, its own Redis
+// keys) and port, so none sees what the one before sent. spawn-service.ts stops each test's
+// service after it.
+beforeAll(() => {
   build = recordingHooksBuild();
   dirs.push(build.dir);
+  redis = new Redis(REDIS_URL);
+});
+beforeEach(async () => {
   port = await freePort();
   sbx = await startSandboxProcess({
     flags: { 'time-scale': '0.001', 'webhook-url': `http://127.0.0.1:${port}/webhooks` },
     env: { WEBHOOK_SECRETS: SECRET },
   });
-  redis = new Redis(REDIS_URL);
 });
 afterEach(async () => {
-  for (const service of services.splice(0)) {
-    if (service.child.exitCode === null) service.child.kill('SIGTERM');
-    await service.exited;
-  }
-});
-afterAll(async () => {
   await sbx.stop();
+});
+afterAll(() => {
   redis.disconnect();
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
@@ -102,7 +102,6 @@ async function start(
     },
     { main: build.main },
   );
-  services.push(service);
   await service.waitForLog('audio-webhooks started');
   return { ...app, service };
 }

@@ -171,19 +171,19 @@ async function closeAll(closers: (() => Promise<void> | void)[]): Promise<void> 
 
 it('with REDIS_WAIT_REPLICAS=1: a failover loses no acknowledged delivery, and 2xx return by themselves', async () => {
   const outcome = await failoverUnderLoad(1);
-  process.stdout.write(
-    `failover with WAIT: ${outcome.accepted.length} acknowledged, ${outcome.lost} lost, ${outcome.unavailable} answered 503, 2xx again ${outcome.recoveredMs} ms after the kill\n`,
-  );
   expect(outcome.accepted.length).toBeGreaterThan(100);
   expect(outcome.lost).toBe(0);
   expect(outcome.recoveredMs).toBeGreaterThan(0);
   expect(outcome.recoveredMs).toBeLessThan(10_000);
 }, 90_000);
 
-it('without WAIT: the same failover, reported (the figure that motivates the option)', async () => {
+it('without WAIT: the receiver follows the same failover, 2xx return by themselves, and what the new primary holds is drained', async () => {
   const outcome = await failoverUnderLoad(0);
-  process.stdout.write(
-    `failover without WAIT: ${outcome.accepted.length} acknowledged, ${outcome.lost} lost, ${outcome.unavailable} answered 503, 2xx again ${outcome.recoveredMs} ms after the kill\n`,
-  );
   expect(outcome.accepted.length).toBeGreaterThan(100);
+  // Without WAIT the contract does not promise that an acknowledged delivery survives a failover
+  // (docs/redis.md: the primary answers before its replicas have the write), so `lost` is not
+  // bounded here; the drain in failoverUnderLoad waits for every delivery the new primary holds.
+  // What is promised is that the web role finds the new primary without a restart.
+  expect(outcome.recoveredMs).toBeGreaterThan(0);
+  expect(outcome.recoveredMs).toBeLessThan(10_000);
 }, 90_000);

@@ -12,12 +12,12 @@ import type { BlobArea } from '../../src/provider/tts-cache';
 import { createLocalAudioStore } from '../../src/storage/local-audio-store';
 import { createLocalBlobArea } from '../../src/provider/local-blob-area';
 import { deleteKeys } from '../helpers/test-receiver';
+import { afterTest } from '../helpers/after-test';
 
 // The TTS cache when its bodies cannot be kept, and when the client runs on several hosts that
 // share one Redis. A local provider counts the calls; every test has its own prefix and Redis
 // connections, closed after it.
 const WAV = randomBytes(20_000);
-const cleanups: (() => Promise<unknown>)[] = [];
 let prefix: string;
 let calls: number;
 let base: string;
@@ -36,10 +36,7 @@ beforeEach(async () => {
     '127.0.0.1',
   );
   base = `http://127.0.0.1:${String(provider.port)}`;
-  cleanups.push(() => provider.close());
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  afterTest(() => provider.close());
 });
 
 const TOKEN = 'sk_secret_token';
@@ -56,7 +53,7 @@ async function host(cacheArea: BlobArea) {
     cacheArea,
     logger: createLogger('warn', { write: (line: string) => void logged.push(line) }),
   });
-  cleanups.push(async () => {
+  afterTest(async () => {
     await client.close();
     await deleteKeys(redis, `${prefix}:*`);
     redis.disconnect();
@@ -77,7 +74,7 @@ async function storeHost(storeDir: string) {
 
 function folder(): string {
   const made = mkdtempSync(join(tmpdir(), 'aw-tts-host-'));
-  cleanups.push(() => rm(made, { recursive: true, force: true }));
+  afterTest(() => rm(made, { recursive: true, force: true }));
   return made;
 }
 

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:net';
 import { randomUUID } from 'node:crypto';
+import { withDeadline } from '../../src/util/deadline';
 import { eventually } from '../../src/util/eventually';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { freePort } from '../helpers/private-redis';
@@ -207,18 +208,18 @@ it('WEB_CONCURRENCY=2: /metrics is the whole receiver, the same totals on every 
   expect(new Set(scraped.map((line) => line.pid)).size).toBe(2);
 });
 
-it('a receiver process killed and replaced: every scrape answers at once, and no total goes backwards', async () => {
+it('a receiver process killed and replaced: every scrape answers 200 with every total, none goes backwards', async () => {
   const port = await freePort();
   const service = startCluster(port);
   const [first] = await startedPids(service, 2);
   for (let i = 0; i < 6; i++) expect(await post(port, `key_k${String(i)}`)).toBe(202);
   const accepted = async () => {
-    const started = performance.now();
-    const res = await get(port, '/metrics');
+    // A hang bound only: what failed before was a 503 (prom-client's 5 s wait for the dead
+    // process), which the status below catches; how soon is the bench's to measure.
+    const res = await withDeadline(get(port, '/metrics'), 15_000, 'a scrape of /metrics');
     const text = await res.text();
     return {
       status: res.status,
-      ms: performance.now() - started,
       accepted: sample(text, 'webhook_deliveries_total', {
         outcome: 'accepted',
         event: 'key.revoked',
@@ -233,11 +234,7 @@ it('a receiver process killed and replaced: every scrape answers at once, and no
   for (let i = 0; i < 5; i++) during.push(await accepted());
   await startedPids(service, 3);
   during.push(await accepted());
-  for (const scrape of during) {
-    expect(scrape).toMatchObject({ status: 200, accepted: 6 });
-    // Before: 503 after prom-client's 5 s while a process could not answer.
-    expect(scrape.ms).toBeLessThan(4_000);
-  }
+  for (const scrape of during) expect(scrape).toEqual({ status: 200, accepted: 6 });
   service.child.kill('SIGTERM');
   expect(await service.exited).toBe(0);
   // Seven scrapes, a fork and a graceful stop: each scrape now also reads Redis (INFO, the

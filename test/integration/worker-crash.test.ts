@@ -87,15 +87,13 @@ it('a worker killed with SIGKILL mid-download: a new worker completes the job an
   first.child.kill('SIGKILL');
   await first.exited;
 
+  // Should a wait below fail, spawn-service.ts kills what this test spawned.
   const second = spawnService(env);
-  try {
-    const removed = await second.waitForLog('removed partial downloads left by a killed process');
-    expect(removed.removed).toHaveLength(1);
-    await second.waitForLog('audio downloaded');
-  } finally {
-    second.child.kill('SIGTERM');
-    expect(await second.exited).toBe(0);
-  }
+  const removed = await second.waitForLog('removed partial downloads left by a killed process');
+  expect(removed.removed).toHaveLength(1);
+  await second.waitForLog('audio downloaded');
+  second.child.kill('SIGTERM');
+  expect(await second.exited).toBe(0);
   expect(audioDirEntries(audioDir)).toEqual(['big.json', 'big.mp3']);
   expect(readFileSync(join(audioDir, 'big.mp3')).equals(bytes)).toBe(true);
   const metadata = JSON.parse(readFileSync(join(audioDir, 'big.json'), 'utf8')) as {
@@ -133,12 +131,9 @@ it('a delivery whose worker is killed mid-download three times is stored by the 
     await worker.exited;
   }
   const fourth = spawnService(env);
-  try {
-    await fourth.waitForLog('audio downloaded');
-  } finally {
-    fourth.child.kill('SIGTERM');
-    expect(await fourth.exited).toBe(0);
-  }
+  await fourth.waitForLog('audio downloaded');
+  fourth.child.kill('SIGTERM');
+  expect(await fourth.exited).toBe(0);
   expect(readFileSync(join(audioDir, 'thrice.mp3')).equals(bytes)).toBe(true);
   expect(cdn.hits.get('/thrice.mp3')).toBe(4);
   expect(await receiver.queue.getJobState(String(job?.id))).toBe('completed');
