@@ -57,17 +57,7 @@ async function cluster(env: Record<string, string>) {
   const web = service({ ...common, ROLE: 'web', PORT: String(port), HOST: '127.0.0.1' });
   const workers = [service({ ...common, ROLE: 'worker' }), service({ ...common, ROLE: 'worker' })];
   await Promise.all([web, ...workers].map((s) => s.waitForLog('audio-webhooks started')));
-  const cli = async (...args: string[]) => {
-    let stdout = '';
-    const code = await runCli(
-      args,
-      { REDIS_URL: process.env.REDIS_URL ?? '', ...common },
-      { out: (t) => (stdout += t) },
-      { out: () => undefined },
-    );
-    return { code, stdout };
-  };
-  return { port, workers, prefix: common.QUEUE_PREFIX, cli };
+  return { port, workers, prefix: common.QUEUE_PREFIX, cli: operatorCli(common) };
 }
 
 /** The most requests that arrived within any `windowMs` (each window starting at an arrival). */
@@ -413,16 +403,7 @@ describe('the destinations the workers forward to', () => {
     });
     await worker.waitForLog('audio-webhooks started');
     // The operator's shell: the same Redis and prefix, no FORWARD_URLS, no FORWARD_CONFIG.
-    const cli = async (...args: string[]) => {
-      let stdout = '';
-      const code = await runCli(
-        args,
-        { REDIS_URL: process.env.REDIS_URL ?? '', ...common },
-        { out: (t) => (stdout += t) },
-        { out: () => undefined },
-      );
-      return { code, stdout };
-    };
+    const cli = operatorCli(common);
     const parsed = parseDestinations(three.env.FORWARD_URLS);
     if ('problem' in parsed) throw new Error(parsed.problem);
     const expected = parsed.destinations.map(({ name, kind }) => ({ name, kind }));
@@ -454,3 +435,17 @@ describe('the destinations the workers forward to', () => {
     expect(paused?.state).toBe('paused');
   }, 60_000);
 });
+
+/** The operator's CLI in this process, on the test Redis with `env`: its exit code and stdout. */
+function operatorCli(env: Record<string, string>) {
+  return async (...args: string[]) => {
+    let stdout = '';
+    const code = await runCli(
+      args,
+      { REDIS_URL: process.env.REDIS_URL ?? '', ...env },
+      { out: (t) => (stdout += t) },
+      { out: () => undefined },
+    );
+    return { code, stdout };
+  };
+}
