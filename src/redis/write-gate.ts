@@ -38,14 +38,25 @@ const REFUSALS: Readonly<Record<string, HoldReason>> = {
 export const isRefusal = (reason: HoldReason | undefined): boolean =>
   reason !== undefined && Object.values(REFUSALS).includes(reason);
 
-/** The kind of refusal a Redis error reply is (its first word), or undefined for any other error. */
-export function refusalOf(error: unknown): HoldReason | undefined {
+/** The refusal an error's message starts with, if any. */
+function refusalWord(error: unknown): HoldReason | undefined {
   if (!(error instanceof Error)) return undefined;
   const word = /^(?:EXECABORT [^:]*: )?([A-Z]+)\b/.exec(error.message)?.[1];
-  if (word !== undefined && word in REFUSALS) return REFUSALS[word];
-  // A MULTI that Redis refused at queue time names the first refusal in its previous errors.
-  const previous = (error as { previousErrors?: unknown[] }).previousErrors;
-  return previous?.map(refusalOf).find((reason) => reason !== undefined);
+  return word !== undefined && word in REFUSALS ? REFUSALS[word] : undefined;
+}
+
+/**
+ * The kind of refusal a Redis error reply is (its first word), or undefined for any other error.
+ * A MULTI that Redis refused at queue time names the refusal among its previous errors, which are
+ * read one level deep (ioredis may list the transaction's own error among them).
+ */
+export function refusalOf(error: unknown): HoldReason | undefined {
+  const own = refusalWord(error);
+  if (own !== undefined || !(error instanceof Error)) return own;
+  const previous = (error as { previousErrors?: unknown }).previousErrors;
+  return Array.isArray(previous)
+    ? previous.map(refusalWord).find((reason) => reason !== undefined)
+    : undefined;
 }
 
 /** What INFO memory says of the server (for a Cluster, of its fullest primary). */
@@ -130,6 +141,8 @@ export interface WriteGateOptions {
 /** Told of every change: the reason writes are held back for now, or undefined once they go. */
 export type GateListener = (reason: HoldReason | undefined) => void;
 
+/** How often a gate whose connection is not up yet looks again (no Redis call). */
+const WAIT_FOR_CONNECTION_MS = 50;
 /** Probes of a refusing Redis back off to this. */
 const MAX_PROBE_MS = 5_000;
 const READ_DEADLINE_MS = 1_000;
@@ -234,9 +247,13 @@ export class WriteGate {
   }
 
   async #tick(): Promise<void> {
+    // An outage is watch-redis.ts's to report; this waits for the connection, and reads the
+    // server as soon as it is up (deliveries start then, not a reading later).
+    if (this.redis.status !== 'ready') {
+      this.#schedule(WAIT_FOR_CONNECTION_MS);
+      return;
+    }
     try {
-      // An outage is watch-redis.ts's to report; this waits for the connection.
-      if (this.redis.status !== 'ready') return;
       const refused = isRefusal(this.#reason);
       if (refused) await this.#probe(); // throws while Redis still refuses
       if (this.options.reservePercent !== undefined) {
