@@ -109,7 +109,7 @@ function missingPlaces(
   if (observed.records !== undefined && item.record !== undefined) {
     const listed =
       item.record === 'failure' ? observed.records.failures : observed.records.revocations;
-    if (!listed.includes(item.id)) missing.push(`record:${item.record}`);
+    if (!listed.some((shown) => shownAs(item.id, shown))) missing.push(`record:${item.record}`);
   }
   return missing;
 }
@@ -230,4 +230,12 @@ function findUnexpected(
     }
   }
   return [...found.values()];
+}
+
+/**
+ * Whether a record the CLI lists is the one of `id`: the id itself, or, for an id too long for a
+ * record to keep whole, its first characters followed by `…` (as collect.ts writes them).
+ */
+export function shownAs(id: string, shown: string): boolean {
+  return id === shown || (shown.endsWith('…') && id.startsWith(shown.slice(0, -1)));
 }

@@ -99,10 +99,8 @@ export async function collect(system: System, traffic: TrafficLog): Promise<Coll
         ? {}
         : {
             records: {
-              failures: failures
-                .filter((r) => r.kind === 'audio.failed')
-                .map((r) => String(r.data_id)),
-              revocations: revoked.map((r) => String(r.id)),
+              failures: failures.filter((r) => r.kind === 'audio.failed').map(shownId),
+              revocations: revoked.map(shownId),
             },
           }),
     },
@@ -111,4 +109,10 @@ export async function collect(system: System, traffic: TrafficLog): Promise<Coll
     failedJobs: [...(failed ?? []), ...(failures ?? []).filter((r) => r.kind === 'forward')],
     problems,
   };
+}
+
+/** A record's id as the checker matches it: a cut one ends in `…` (checker.ts, shownAs). */
+function shownId(row: Record<string, unknown>): string {
+  const id = String(row.id);
+  return row.id_truncated === true ? `${id}…` : id;
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { check } from '../../soak/checker';
+import { check, shownAs } from '../../soak/checker';
 import { expectedMessageId } from '../../soak/message-id';
 import type {
   ExpectedItem,
@@ -238,4 +238,15 @@ it('message ids: plain printable ASCII up to 200 bytes, else the SHA-256 of the 
   const longest = 'x'.repeat(200 - 'audio.ready:'.length);
   expect(expectedMessageId('audio.ready', longest)).toBe(`audio.ready:${longest}`);
   expect(expectedMessageId('audio.ready', `${longest}x`)).toBe(hashed(`${longest}x`));
+});
+
+describe('shownAs: a record listed for an id', () => {
+  it('matches the id itself, or its first characters and … when the record cut it', () => {
+    const long = `𝄞${'x'.repeat(300)}`;
+    expect(shownAs('item-1', 'item-1')).toBe(true);
+    expect(shownAs(long, `${long.slice(0, 40)}…`)).toBe(true);
+    expect(shownAs(long, long.slice(0, 40))).toBe(false);
+    expect(shownAs('item-2', 'item-1')).toBe(false);
+    expect(shownAs('other', `${long.slice(0, 40)}…`)).toBe(false);
+  });
 });
