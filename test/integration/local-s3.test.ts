@@ -34,19 +34,37 @@ afterEach(async () => {
   await Promise.all(started.splice(0).map((child) => stopGroup(child)));
 });
 
-it('npm run local-s3: prints the settings, the service stores a delivery with them, SIGTERM leaves nothing', async () => {
-  const port = await freePort();
-  const child = spawn('npm', ['run', 'local-s3'], {
+/** The built script (global-setup builds dist/). */
+const LOCAL_S3: readonly [string, ...string[]] = [
+  process.execPath,
+  join(root, 'dist', 'dev', 'local-s3.js'),
+];
+
+/**
+ * Starts a command in a process group of its own (what it starts is stopped with it, however the
+ * test ends), keeping what it writes to stderr.
+ */
+function startScript(command: readonly [string, ...string[]], env: NodeJS.ProcessEnv) {
+  const [file, ...args] = command;
+  const child = spawn(file, args, {
     cwd: root,
-    env: { ...process.env, LOCAL_S3_PORT: String(port), LOCAL_S3_BUCKET: 'try-it' },
+    env,
     stdio: ['ignore', 'pipe', 'pipe'],
-    // A process group of its own: what it starts is stopped with it, however the test ends.
     detached: true,
   });
   started.push(child);
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = once(child, 'exit');
+  return { child, stderr: () => stderr, exited: once(child, 'exit') };
+}
+
+it('npm run local-s3: prints the settings, the service stores a delivery with them, SIGTERM leaves nothing', async () => {
+  const port = await freePort();
+  const { child, stderr, exited } = startScript(['npm', 'run', 'local-s3'], {
+    ...process.env,
+    LOCAL_S3_PORT: String(port),
+    LOCAL_S3_BUCKET: 'try-it',
+  });
   const settings: Record<string, string> = {};
   const lines: string[] = [];
   for await (const line of createInterface({ input: child.stdout })) {
@@ -68,7 +86,7 @@ it('npm run local-s3: prints the settings, the service stores a delivery with th
   });
   // Said on standard error, a pipe of its own: read once it has come.
   const dataFolder = await eventually(() =>
-    Promise.resolve(/Data folder: (\S+)/.exec(stderr)?.[1]),
+    Promise.resolve(/Data folder: (\S+)/.exec(stderr())?.[1]),
   );
   expect(existsSync(dataFolder)).toBe(true);
 
@@ -149,18 +167,10 @@ it('npm run local-s3: prints the settings, the service stores a delivery with th
 // every socket the script's processes listen on, its own and its daemons', must be on loopback.
 it('npm run local-s3: every daemon it starts listens on loopback only', async () => {
   const port = await freePort();
-  const child = spawn(process.execPath, [join(root, 'dist', 'dev', 'local-s3.js')], {
-    cwd: root,
-    env: { ...process.env, LOCAL_S3_PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // A process group of its own: every daemon it starts is found by it, and stopped with it.
-    detached: true,
-  });
-  started.push(child);
+  // Its process group: every daemon it starts is found by it, and stopped with it.
+  const { child, stderr } = startScript(LOCAL_S3, { ...process.env, LOCAL_S3_PORT: String(port) });
   const pgid = child.pid ?? 0;
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  await readyWithin(child.stdout, 90_000, () => stderr);
+  await readyWithin(child.stdout, 90_000, stderr);
   const listeners = listenersOfGroup(pgid);
   // The check is not empty: the monitor, the OSD and radosgw each hold a listener.
   expect(new Set(listeners.map((listener) => listener.command))).toEqual(
@@ -393,22 +403,15 @@ it('npm run local-s3: standard error is one-line messages, the AWS SDK notice on
   const env: NodeJS.ProcessEnv = { ...process.env, LOCAL_S3_PORT: String(port) };
   delete env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED;
   delete env.NODE_NO_WARNINGS;
-  const child = spawn(process.execPath, [join(root, 'dist', 'dev', 'local-s3.js')], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  started.push(child);
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = once(child, 'exit');
-  await readyWithin(child.stdout, 90_000, () => stderr);
+  const { child, stderr, exited } = startScript(LOCAL_S3, env);
+  await readyWithin(child.stdout, 90_000, stderr);
   // Stopped before reading, so that every line it wrote has come.
   child.kill('SIGTERM');
   await exited;
-  const lines = stderr.split('\n').filter((line) => line !== '');
-  expect(stderr).not.toMatch(/NodeVersionSupportWarning|More information can be found/);
+  const lines = stderr()
+    .split('\n')
+    .filter((line) => line !== '');
+  expect(stderr()).not.toMatch(/NodeVersionSupportWarning|More information can be found/);
   expect(lines.filter((line) => !line.startsWith('local-s3: '))).toEqual([]);
   const notice = lines.filter((line) => line.includes('need Node 22'));
   expect(notice).toHaveLength(Number(process.versions.node.split('.')[0]) < 22 ? 1 : 0);
