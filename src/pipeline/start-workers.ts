@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config.js';
 import { queueReaders } from '../jobs/queue-readers.js';
+import { FORWARD_QUEUE } from '../queue/forward-queue.js';
 import { startJobWorker } from '../jobs/start-job-worker.js';
 import { createWorkerRedis, redisTarget } from '../redis/connections.js';
 import { isConnectionError, watchRedis } from '../redis/watch-redis.js';
@@ -14,6 +15,7 @@ import { createWorkerMetrics } from '../telemetry/worker-metrics.js';
 import { createLiveness, type Liveness } from '../workers/liveness.js';
 import { createWorkerContext, type ContextOptions } from '../workers/worker-context.js';
 import { createDeliverySteps } from './delivery-steps.js';
+import { drainInReserve } from './reserve-drain.js';
 import { describeDeliveryJob, runDelivery, type DeliveryWorker } from './run-delivery.js';
 
 export interface WorkerOptions extends Omit<ContextOptions, 'metrics'> {
@@ -52,9 +54,9 @@ export async function startWorkers(
   // once, by state, however many objects report it.
   // A refused write (OOM, READONLY, LOADING, MISCONF) is a state too: the gate logs it once,
   // holds the workers' intake, probes with backoff and lets them go on once Redis takes writes.
-  // The receivers stop at the reserve; the delivery worker stops halfway into it, since a
-  // delivery handled becomes forward messages and records before its body is freed, and the
-  // half left is for the forwards and the jobs already running to finish (docs/capacity.md).
+  // The receivers stop at the reserve; halfway into it the delivery worker holds back while
+  // forwards wait (a delivery handled becomes forward messages and records before its body is
+  // freed) and otherwise drains one job at a time (reserve-drain.ts, docs/capacity.md).
   const gate = new WriteGate(redis, {
     logger,
     name: 'worker',
@@ -69,6 +71,7 @@ export async function startWorkers(
   // For reads only (liveness, /metrics): shares the worker's connection.
   const deliveries = queueReaders('deliveries', redis, config.queuePrefix, reportError);
   const { counts } = deliveries;
+  const forwards = queueReaders(FORWARD_QUEUE, redis, config.queuePrefix, reportError);
   const registry = createRegistry({
     jobCounts: counts,
     oldestWaiting: deliveries.oldestWaiting,
@@ -124,8 +127,9 @@ export async function startWorkers(
       logger,
       reportError,
       gate,
-      // Under an evicting policy the receivers refuse; what is queued is still drained.
-      holdsFor: (reason) => reason !== 'eviction_policy',
+      // Under an evicting policy the receivers refuse; what is queued is still drained. In the
+      // reserve, drainInReserve decides.
+      holdsFor: (reason) => reason !== 'eviction_policy' && reason !== 'memory_reserve',
       label: 'job',
       whenFailed: 'kept for inspection (audio-webhooks failed)',
       describe: describeDeliveryJob,
@@ -135,6 +139,11 @@ export async function startWorkers(
     },
   );
 
+  const stopDraining = drainInReserve(worker, gate, async () => {
+    const waiting = await forwards.counts('waiting', 'prioritized', 'active', 'delayed');
+    return Object.values(waiting).reduce((sum, n) => sum + n, 0);
+  });
+
   return {
     worker,
     liveness,
@@ -143,10 +152,12 @@ export async function startWorkers(
       // With Redis away no active job can finish (completing one is a Redis write), and a
       // graceful close would wait for the shutdown deadline: leave them to the stalled-job check.
       gate.stop();
+      stopDraining();
       const redisDown = redis.status !== 'ready';
       await worker.close(redisDown);
       await steps.close();
       await deliveries.close();
+      await forwards.close();
       await context.dispatcher.close();
       if (redisDown) redis.disconnect();
       else

@@ -28,8 +28,13 @@ export type StoreDelivery = (delivery: Delivery, body: string) => Promise<Enqueu
  * command timeout. Commands queued behind a stalled pipeline each get ioredis's own timeout
  * only once sent, which let a paused Redis hold requests for about 2 s; this bounds the request.
  */
-/** What a queued delivery costs Redis besides its body: the job's fields, its mark, its event. */
-const JOB_OVERHEAD_BYTES = 1024;
+/**
+ * What a queued delivery costs Redis, an upper bound: its body rounded up to the allocator's
+ * size class (jemalloc's classes are up to 25 % apart; a large body also keeps the slack of the
+ * query buffer it arrived in), plus the job's fields, its mark and its event. Counting less let
+ * a burst between two readings of INFO memory carry Redis past the reserve (docs/capacity.md).
+ */
+const storedBytes = (bodyBytes: number) => Math.ceil(bodyBytes * 1.25) + 2048;
 
 export function createDeliveryStore(
   queue: DeliveryQueue,
@@ -51,7 +56,7 @@ export function createDeliveryStore(
     const stored = confirm === undefined ? added : added.then(confirmed(confirm, config));
     try {
       const result = await withDeadline(stored, deadlineMs, 'Redis');
-      if (!result.duplicate) gate?.wrote(body.length + JOB_OVERHEAD_BYTES);
+      if (!result.duplicate) gate?.wrote(storedBytes(body.length));
       return result;
     } catch (error: unknown) {
       gate?.refused(error);

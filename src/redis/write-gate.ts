@@ -165,8 +165,10 @@ export class WriteGate {
   readonly #listeners = new Set<GateListener>();
   /** The last reading of the server's memory (web side). */
   #last: RedisMemory | undefined;
-  /** Bytes this process stored since that reading. */
+  /** Bytes this process stored since that reading, at most. */
   #sinceRead = 0;
+  /** Whether a reading the estimate asked for is under way. */
+  #readingEarly = false;
 
   constructor(
     private readonly redis: RedisConnection,
@@ -201,14 +203,28 @@ export class WriteGate {
   }
 
   /**
-   * Counts a write of about `bytes` into the last reading, so that a burst between two readings
-   * cannot carry memory past the reserve: the next delivery is held back as soon as the estimate
-   * reaches it, not a second later.
+   * Counts a write of at most `bytes` into the last reading, so that a burst between two
+   * readings cannot carry memory past the reserve: once the estimate reaches it, the server is
+   * read at once, not a second later. The verdict is the reading's: an estimate that holds
+   * deliveries back itself, on bytes Redis does not hold, released them a reading later, and
+   * the receivers' state (and log) flapped every second near the mark.
    */
   wrote(bytes: number): void {
-    if (this.#last === undefined || this.options.reservePercent === undefined) return;
+    const last = this.#last;
+    if (last === undefined || this.options.reservePercent === undefined) return;
     this.#sinceRead += bytes;
-    if (this.#reason === undefined) this.#judge(this.#last);
+    if (this.#reason !== undefined || this.#readingEarly || !this.#pastReserve(last)) return;
+    this.#readingEarly = true;
+    this.#read()
+      .then((memory) => {
+        this.#last = memory;
+        this.#sinceRead = 0;
+        if (!isRefusal(this.#reason)) this.#judge(memory);
+      })
+      .catch(() => undefined) // the next tick reads again
+      .finally(() => {
+        this.#readingEarly = false;
+      });
   }
 
   /**
@@ -289,6 +305,12 @@ export class WriteGate {
     return withDeadline(readRedisMemory(this.redis), READ_DEADLINE_MS, 'INFO memory');
   }
 
+  /** Whether a reading, with what was written since, reaches the reserve. */
+  #pastReserve(memory: RedisMemory): boolean {
+    const limit = memory.maxBytes * (1 - (this.options.reservePercent ?? 0) / 100);
+    return memory.maxBytes > 0 && memory.usedBytes + this.#sinceRead >= limit;
+  }
+
   /** The web side's verdict on a reading. */
   #judge(memory: RedisMemory): void {
     const reserve = this.options.reservePercent ?? 0;
@@ -296,10 +318,8 @@ export class WriteGate {
       this.#set('eviction_policy', policyProblem(memory.policy));
       return;
     }
-    const limit = memory.maxBytes * (1 - reserve / 100);
-    const used = memory.usedBytes + this.#sinceRead;
-    if (memory.maxBytes > 0 && used >= limit) {
-      const percent = Math.round((used / memory.maxBytes) * 100);
+    if (this.#pastReserve(memory)) {
+      const percent = Math.round((memory.usedBytes / memory.maxBytes) * 100);
       this.#set(
         'memory_reserve',
         `Redis holds ${percent} % of its maxmemory; the last ${reserve} % is kept for the workers to drain the backlog (REDIS_MEMORY_RESERVE_PERCENT)`,
