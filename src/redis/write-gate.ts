@@ -275,7 +275,8 @@ export class WriteGate {
       if (this.options.reservePercent !== undefined) {
         this.#last = await this.#read();
         this.#sinceRead = 0;
-        this.#judge(this.#last);
+        // A refusal met while this reading was under way stands until a probe goes through.
+        if (refused || !isRefusal(this.#reason)) this.#judge(this.#last);
       } else if (refused) this.#set(undefined, '');
     } catch (error: unknown) {
       // Still refusing: probe less often. Any other failure (a timeout, a dropped connection)

@@ -208,9 +208,18 @@ describe('a Redis that refuses writes', () => {
     });
     const gateLines = () => log.lines.filter((l) => /Redis refuses writes/.test(l.msg));
     expect(gateLines()).toHaveLength(1);
-    // Besides it, at most a line per job that was running when Redis refused it.
-    const otherLines = () => log.lines.filter((l) => l.level >= 40 && !/Redis refuses/.test(l.msg));
-    expect(otherLines().length).toBeLessThanOrEqual(5);
+    // Besides it, at most a line per job that was running when Redis refused it (the
+    // handler's own warning for each audio.failed it handles is the work, not a complaint).
+    const otherLines = () =>
+      log.lines
+        .filter(
+          (l) =>
+            l.level >= 40 &&
+            !/Redis refuses/.test(l.msg) &&
+            l.msg !== 'provider reports a failed audio job',
+        )
+        .map((l) => l.msg);
+    expect(otherLines().slice(5)).toEqual([]);
     expect(await receiver.queue.getJobCounts('completed')).toEqual({ completed: 0 });
     const metrics = await workers.registry.metrics();
     expect(metrics).toMatch(/webhook_redis_holding\{reason="oom"\} 1/);
@@ -221,7 +230,7 @@ describe('a Redis that refuses writes', () => {
       return completed === 5 ? true : undefined;
     });
     expect(gateLines()).toHaveLength(1);
-    expect(otherLines().length).toBeLessThanOrEqual(5);
+    expect(otherLines().slice(5)).toEqual([]);
     expect(log.lines.some((l) => l.msg === 'Redis takes writes again')).toBe(true);
   }, 60_000);
 });
