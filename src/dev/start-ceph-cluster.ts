@@ -47,6 +47,13 @@ export async function startCephCluster({
   ]);
   await run('ceph-mon', ['--mkfs', '-i', 'a', '--monmap', join(dir, 'monmap'), '-c', conf]);
   daemons.start('ceph-mon', ['-i', 'a'], 'mon');
+  // Until the monitor has formed its quorum of one, commands fail (EPERM "problem getting
+  // command descriptions", seen with two clusters starting at once on 2 cores): that is "not
+  // yet" too.
+  await eventually(
+    async () => ((await ceph('quorum_status').catch(() => undefined)) ? true : undefined),
+    STARTING,
+  );
   // The OSD is created and placed in the CRUSH map here, not by itself at start: its own
   // commands can leave before it knows the cluster's fsid, which the monitor refuses ("wrong
   // fsid") about one start in four, and the OSD then never comes up.

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { probePort } from '../../src/util/probe-port';
 
 export const HOW_TO_PROVIDE_REDIS =
   'the tests need Redis: set REDIS_URL=redis://host:port, or put redis-server on PATH ' +
@@ -20,18 +20,39 @@ export interface PrivateRedis {
   thaw(): void;
 }
 
-/** Ports this process has handed out: the OS may offer a just-closed port again. */
-const handedOut = new Set<number>();
+/**
+ * Each Jest worker hands out ports from a range of its own, below the OS's ephemeral ports
+ * (32768 up on Linux): workers running at once never hand out the same port, and no socket the
+ * OS numbers (an outgoing connection, a `listen(0)`) takes one between its check and its use.
+ * Within a worker, ports go in turn, so a port just closed is not handed out again soon.
+ */
+const RANGE = 1000;
+const FIRST = 20_000 + (Number(process.env.JEST_WORKER_ID ?? '1') - 1) * RANGE;
+let nextPort = FIRST;
 
-/** A free loopback port, never one this process handed out before. */
+/** Whether nothing listens on 127.0.0.1:`port` now. */
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => {
+      resolve(false);
+    });
+    server.listen(port, '127.0.0.1', () =>
+      server.close(() => {
+        resolve(true);
+      }),
+    );
+  });
+}
+
+/** A free loopback port of this worker's range. */
 export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await probePort();
-    if (!handedOut.has(port)) {
-      handedOut.add(port);
-      return port;
-    }
+  for (let tried = 0; tried < RANGE; tried += 1) {
+    const port = nextPort;
+    nextPort = nextPort + 1 === FIRST + RANGE ? FIRST : nextPort + 1;
+    if (await isFree(port)) return port;
   }
+  throw new Error(`no free port in ${String(FIRST)}–${String(FIRST + RANGE - 1)}`);
 }
 
 /** Append-only file fsynced every second, as docker-compose.yml runs Redis in production. */

@@ -27,7 +27,7 @@ const MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
  */
 const live = new Map<
   ChildProcess,
-  { readonly exited: Promise<unknown>; readonly inTest: boolean }
+  { readonly exited: Promise<unknown>; readonly inTest: boolean; readonly group: boolean }
 >();
 let inTest = false;
 
@@ -40,7 +40,13 @@ export async function stopSpawned({ tests = false } = {}): Promise<void> {
   const stopping = [...live].filter(([, spawned]) => !tests || spawned.inTest);
   await Promise.all(
     stopping.map(([child, spawned]) => {
-      child.kill('SIGKILL');
+      if (spawned.group && child.pid !== undefined) {
+        try {
+          process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          // The group is gone already.
+        }
+      } else child.kill('SIGKILL');
       return spawned.exited;
     }),
   );
@@ -71,6 +77,7 @@ export function spawnService(
   }: { cwd?: string; main?: string; command?: readonly [string, ...string[]] } = {},
 ): ServiceProcess {
   const [file, ...args] = command;
+  const group = command[0] !== process.execPath;
   const child = spawn(file, args, {
     env: {
       PATH: process.env.PATH ?? '',
@@ -82,6 +89,10 @@ export function spawnService(
     },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(cwd === undefined ? {} : { cwd }),
+    // A command (`npm start`) runs the service as its grandchild: in a group of its own, the
+    // net below stops the whole group, not npm alone (a service left holding its port failed
+    // the next test).
+    detached: group,
   });
   const logs: Record<string, unknown>[] = [];
   const waiters: { match: string | RegExp; resolve: (line: Record<string, unknown>) => void }[] =
@@ -115,7 +126,7 @@ export function spawnService(
       resolve(code);
     }),
   );
-  live.set(child, { exited, inTest });
+  live.set(child, { exited, inTest, group });
   return {
     child,
     logs,

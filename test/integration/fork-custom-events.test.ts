@@ -167,7 +167,7 @@ it('a fork adds voice.converted by copying the example into src/custom/ alone an
     server.listen(port, '0.0.0.0', resolve);
   });
   await new Promise((resolve) => server.close(resolve));
-}, 120_000);
+}, 240_000);
 
 it('with no src/custom/ at all the service builds and runs as shipped; a custom event is then ignored (200)', async () => {
   const dir = copyOfRepository();
@@ -182,7 +182,7 @@ it('with no src/custom/ at all the service builds and runs as shipped; a custom 
   const ignored = await service.waitForLog('ignored unknown event');
   expect(ignored).toMatchObject({ event: 'voice.converted' });
   expect(await firstAnswer((sent.body as { id: string }).id)).toBe(200);
-}, 120_000);
+}, 240_000);
 
 it('a custom event named like a built-in one stops the start with one line', async () => {
   const dir = copyOfRepository();
@@ -205,4 +205,4 @@ it('a custom event named like a built-in one stops the start with one line', asy
   expect(service.stderr()).toBe(
     'audio-webhooks: src/custom/events.ts: event "audio.ready" is built in; use a hook in src/custom/hooks.ts to react to it\n',
   );
-}, 120_000);
+}, 240_000);

@@ -42,9 +42,10 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   process.env = saved;
-  client.destroy();
-  await cdn.close();
-  await gateway.stop();
+  // Each is unset when beforeAll failed before it (a gateway that did not start).
+  (client as S3Client | undefined)?.destroy();
+  await (cdn as LocalCdn | undefined)?.close();
+  await (gateway as CephGateway | undefined)?.stop();
 });
 
 async function newBucket(): Promise<string> {
