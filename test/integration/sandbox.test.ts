@@ -191,7 +191,9 @@ describe('faults', () => {
 
 describe('the API', () => {
   it('limits: of 100 TTS requests at once on one key, exactly 60 pass; Retry-After, honoured, passes', async () => {
-    const sbx = await sandbox({ flags: { 'rate-window-ms': '2000' } });
+    // A window of 10 s: the 100 requests land within it even on a loaded machine (with 2 s,
+    // a burst spread past the window let more than 60 pass).
+    const sbx = await sandbox({ flags: { 'rate-window-ms': '10000' } });
     const token = sbx.info.key.token;
     const answers = await Promise.all(
       Array.from({ length: 100 }, (_unused, i) =>
@@ -202,7 +204,8 @@ describe('the API', () => {
     const limited = answers.filter((a) => a.status === 429);
     expect([ok.length, limited.length]).toEqual([60, 40]);
     for (const answer of limited) {
-      expect(String(answer.headers['retry-after'])).toMatch(/^[12]$/);
+      expect(Number(answer.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(Number(answer.headers['retry-after'])).toBeLessThanOrEqual(10);
       expect(answer.body).toEqual({ detail: expect.stringMatching(/rate limit of 60 requests/) });
     }
     const wait = Math.max(...limited.map((a) => Number(a.headers['retry-after'])));
