@@ -7,6 +7,9 @@
  * Chromium, Prometheus, kubectl, podman-compose, NATS or RabbitMQ (scripts/test-prerequisites.js
  * provides them), and the slowest Redis-only ones, which would take the quick set past 3 minutes.
  */
+// eslint-disable-next-line no-undef, @typescript-eslint/no-require-imports -- CommonJS config file
+const { availableParallelism } = require('node:os');
+
 const QUICK_INTEGRATION = [
   'audio-download',
   'concurrency',
@@ -28,6 +31,7 @@ const QUICK_INTEGRATION = [
   'send-custom-event',
   'serve',
   'shared-volume',
+  'shutdown-stalls',
   'signature-tolerance',
   'soak-parts',
   'test-redis',
@@ -52,6 +56,12 @@ const shared = {
 // eslint-disable-next-line no-undef -- CommonJS config file
 module.exports = {
   testTimeout: 30000,
+  // Most tests wait on Redis, brokers, child processes and timers rather than compute: three
+  // workers on 2 cores finish the whole suite in about 60 % of one worker's time. Ports are
+  // each worker's own (test/helpers/private-redis.ts freePort), dist/ is built once by the
+  // global setup, and every test keeps to its own queue prefix or a private server.
+  // (A number: given '150%' here, this Jest started far more than three workers.)
+  maxWorkers: Math.max(1, Math.round(availableParallelism() * 1.5)),
   projects: [
     {
       ...shared,

@@ -1,0 +1,83 @@
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { once } from 'node:events';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import { dedupeKeys } from '../../src/queue/enqueue-delivery';
+import { eventually } from '../../src/util/eventually';
+import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { afterTest } from '../helpers/after-test';
+import { freePort } from '../helpers/private-redis';
+import { spawnService } from '../helpers/spawn-service';
+import { startStallingProxy } from '../helpers/stalling-proxy';
+import { createTestReceiver, deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
+
+/** POSTs a whole body; resolves with the status, or undefined when no answer came. */
+function post(port: number, raw: string, headers: Record<string, string>) {
+  const req = http.request({
+    port,
+    host: '127.0.0.1',
+    method: 'POST',
+    path: '/webhooks',
+    agent: false,
+    headers: { ...headers, 'content-length': Buffer.byteLength(raw) },
+  });
+  req.end(raw);
+  return Promise.race([
+    once(req, 'response').then(([res]) => {
+      (res as http.IncomingMessage).resume();
+      return (res as http.IncomingMessage).statusCode;
+    }),
+    once(req, 'error').then(() => undefined),
+  ]);
+}
+
+it('SIGTERM while an enqueue stalls on Redis: that request gets a 503, never a 202; the process exits 0; the provider’s retry is then stored once', async () => {
+  const proxy = await startStallingProxy(new URL(process.env.REDIS_URL ?? ''));
+  const port = await freePort();
+  const prefix = `test-${randomUUID()}`;
+  const service = spawnService({
+    WEBHOOK_SECRETS: TEST_SECRET,
+    REDIS_URL: proxy.url,
+    QUEUE_PREFIX: prefix,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ROLE: 'web',
+    WEB_CONCURRENCY: '1',
+  });
+  await service.waitForLog('audio-webhooks started');
+  await eventually(async () => {
+    const ready = await fetch(`http://127.0.0.1:${String(port)}/readyz`).catch(() => undefined);
+    return ready?.status === 200 ? true : undefined;
+  });
+
+  const id = `stalled-${randomUUID()}`;
+  const delivery = sampleDelivery('audio.ready', { id });
+  const { raw, headers } = signed(delivery);
+  // The enqueue's first command names the delivery's mark: once it is held, the request waits
+  // on Redis.
+  const stalled = proxy.stall(dedupeKeys(prefix, 'audio.ready', id).mark);
+  const answer = post(port, raw, headers);
+  await stalled;
+  service.child.kill('SIGTERM');
+  expect(await answer).toBe(503);
+  expect(await service.exited).toBe(0);
+
+  // Redis gets what was held (the add may land after all: a 503 says "maybe stored"), and the
+  // provider's retry of the same delivery is then stored exactly once.
+  proxy.release();
+  const receiver = await createTestReceiver({ QUEUE_PREFIX: prefix });
+  const admin = new Redis(process.env.REDIS_URL ?? '');
+  afterTest(async () => {
+    await receiver.close();
+    await deleteKeys(admin, `${prefix}:*`);
+    admin.disconnect();
+  });
+  const retry = () => {
+    const resent = signed(delivery);
+    return request(receiver.listener).post('/webhooks').set(resent.headers).send(resent.raw);
+  };
+  expect([200, 202]).toContain((await retry()).status);
+  expect((await retry()).status).toBe(200);
+  expect(await receiver.queue.getJobCounts('waiting')).toEqual({ waiting: 1 });
+}, 60_000);
