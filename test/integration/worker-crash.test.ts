@@ -4,8 +4,10 @@ import { watch } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { jobItemId } from '../../src/queue/delivery-queue';
 import { sampleDelivery } from '../../src/webhooks/sample-delivery';
 import { startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { freePort } from '../helpers/private-redis';
 import { spawnService } from '../helpers/spawn-service';
 import {
   deleteKeys,
@@ -137,4 +139,58 @@ it('a delivery whose worker is killed mid-download three times is stored by the 
   expect(readFileSync(join(audioDir, 'thrice.mp3')).equals(bytes)).toBe(true);
   expect(cdn.hits.get('/thrice.mp3')).toBe(4);
   expect(await receiver.queue.getJobState(String(job?.id))).toBe('completed');
+}, 60_000);
+
+it('ROLE=all given SIGTERM mid-download, past its shutdown deadline: it exits, another process takes the job over, and it completes exactly once', async () => {
+  const audioDir = mkdtempSync(join(tmpdir(), 'aw-crash-'));
+  const bytes = randomBytes(400_000);
+  let halfSent: () => void = () => undefined;
+  const halfway = new Promise<void>((resolve) => (halfSent = resolve));
+  const open: (() => void)[] = [];
+  cdn.route('/sigterm.mp3', (_req, res, hit) => {
+    res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': bytes.length });
+    if (hit === 1) {
+      // Half the file, then silence until the test ends: the first run cannot finish.
+      res.write(bytes.subarray(0, 200_000), halfSent);
+      open.push(() => res.destroy());
+    } else res.end(bytes);
+  });
+  const all = async () => {
+    const port = await freePort();
+    return spawnService({
+      ...workerEnv(audioDir),
+      ROLE: 'all',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      SHUTDOWN_TIMEOUT_MS: '2000',
+    });
+  };
+  const first = await all();
+  await first.waitForLog('audio-webhooks started');
+  const { raw, headers } = signed(
+    sampleDelivery('audio.ready', {
+      id: 'sigterm',
+      data: { audio_url: `${cdn.origin}/sigterm.mp3` },
+    }),
+  );
+  await request(receiver.listener).post('/webhooks').set(headers).send(raw).expect(202);
+  await halfway;
+  first.child.kill('SIGTERM');
+  // Past SHUTDOWN_TIMEOUT_MS with a job still running: exit 1, the job left to another worker.
+  expect(await first.exited).toBe(1);
+
+  const second = await all();
+  await second.waitForLog('audio downloaded');
+  second.child.kill('SIGTERM');
+  expect(await second.exited).toBe(0);
+  for (const close of open) close();
+  expect(readFileSync(join(audioDir, 'sigterm.mp3')).equals(bytes)).toBe(true);
+  expect(audioDirEntries(audioDir)).toEqual(['sigterm.json', 'sigterm.mp3']);
+  expect(cdn.hits.get('/sigterm.mp3')).toBe(2);
+  // Exactly one completion: one run said so, and the job is completed, not failed.
+  const downloaded = [...first.logs, ...second.logs].filter((l) => l.msg === 'audio downloaded');
+  expect(downloaded).toHaveLength(1);
+  const jobs = await receiver.queue.getJobs(['completed', 'failed', 'active', 'wait', 'delayed']);
+  const mine = jobs.filter((j) => jobItemId(j.data) === 'sigterm');
+  expect(await Promise.all(mine.map((j) => j.getState()))).toEqual(['completed']);
 }, 60_000);
