@@ -1,5 +1,7 @@
 # syntax=docker/dockerfile:1
-# Multi-stage: compile with dev dependencies, run with production ones only.
+# Multi-stage: compile with dev dependencies, install the production ones apart, and run with
+# what the service uses and nothing else. test/integration/image-filesystem.test.ts builds these
+# stages' file system without an engine and starts each ROLE from it.
 
 FROM node:24-slim AS build
 WORKDIR /app
@@ -8,28 +10,48 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build
+# Without source maps, which would point at src/ where the runtime image has none (and Node reads
+# none without --enable-source-maps), and without declarations, which are for a compiler.
+RUN npm run build -- --sourceMap false --declaration false
+
+FROM node:24-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+# valibot (under @bull-board/api) names TypeScript as an optional peer, for its types, so npm keeps
+# the compiler (24 MB) whatever --omit says short of dropping every optional package, msgpackr's
+# prebuilt native addon among them. Nothing loads it at run time.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+  && rm -rf node_modules/typescript node_modules/.bin/tsc node_modules/.bin/tsserver
 
 FROM node:24-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
-# tini as PID 1 forwards SIGTERM to Node and reaps zombies, so graceful shutdown works.
+# tini as PID 1 forwards SIGTERM to Node and reaps zombies, so graceful shutdown works. npm, npx,
+# corepack and yarn come with the base image and nothing here runs them (the packages come from
+# the deps stage; the CLI is `node bin/audio-webhooks.js`): out, with what they would bring.
 RUN apt-get update \
   && apt-get install -y --no-install-recommends tini \
-  && rm -rf /var/lib/apt/lists/*
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+  && rm -rf /var/lib/apt/lists/* \
+  && rm -rf /usr/local/lib/node_modules /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /usr/local/bin/yarn /usr/local/bin/yarnpkg /opt/yarn-*
+# package.json: the version the start-up line reports.
+COPY package.json ./
+COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
-RUN mkdir -p /app/data/audio /app/data/sandbox && chown -R node:node /app/data
+RUN mkdir -p /app/data/audio /app/data/sandbox \
+  && chown -R node:node /app/data
 USER node
 # Every interface: the load balancer, the compose network and the probes reach the container from
-# outside it (the service's own default is loopback).
-ENV PORT=3000 HOST=0.0.0.0 AUDIO_DIR=/app/data/audio
-# 3000: the deliveries (PORT); 9464: metrics and the dashboard when INTERNAL_PORT=9464 (compose, Kubernetes)
-EXPOSE 3000 9464
-# Liveness only; the load balancer should use /readyz. Node's fetch: the slim image has no curl.
+# outside it (the service's own default is loopback). A worker serves its liveness and metrics on
+# WORKER_HEALTH_PORT, which the HEALTHCHECK below probes.
+ENV PORT=3000 HOST=0.0.0.0 AUDIO_DIR=/app/data/audio WORKER_HEALTH_PORT=9000
+# 3000: the deliveries (PORT); 9000: a worker's /healthz and /metrics (WORKER_HEALTH_PORT);
+# 9464: metrics and the dashboard when INTERNAL_PORT=9464 (compose, Kubernetes)
+EXPOSE 3000 9000 9464
+# Liveness only (the load balancer should use /readyz), of what this ROLE serves: /healthz on PORT
+# for web and all, on WORKER_HEALTH_PORT for worker and all (a worker opens no PORT). Node's
+# fetch: the slim image has no curl.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+process.env.PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "-e", "const e=process.env,r=e.ROLE||'all',p=[];if(r!=='worker')p.push(e.PORT||3000);if(r!=='web'&&e.WORKER_HEALTH_PORT)p.push(e.WORKER_HEALTH_PORT);Promise.all(p.map(n=>fetch('http://127.0.0.1:'+n+'/healthz').then(s=>{if(!s.ok)throw s.status}))).then(()=>process.exit(0),()=>process.exit(1))"]
 ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["node", "dist/main.js"]

@@ -106,6 +106,12 @@ function crossProblems(config: Config, { forCli = false }: LoadOptions): string[
       `DEDUPE_TTL_SECONDS (${config.dedupeTtlSeconds}) must exceed the sender's retry window (${SENDER_RETRY_WINDOW_SECONDS} s) plus SIGNATURE_TOLERANCE_SECONDS (${config.signatureToleranceSeconds}), ${dedupeFloor} s: a retry is accepted that long after the first attempt, and must be found a duplicate`,
     );
   }
+  // Two passwords leave the reader guessing which one is used: refuse, naming neither.
+  if (config.redisPassword !== undefined && new URL(config.redisUrl).password !== '') {
+    problems.push(
+      'REDIS_PASSWORD is set and REDIS_URL holds a password too: keep one (REDIS_PASSWORD in a Secret, REDIS_URL without its password)',
+    );
+  }
   const cluster = config.redisClusterNodes.length > 0;
   if (cluster && config.redisSentinels.length > 0) {
     problems.push('REDIS_SENTINELS and REDIS_CLUSTER_NODES exclude each other: set one');

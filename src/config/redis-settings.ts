@@ -21,6 +21,13 @@ export const REDIS_SETTINGS = {
     readBy: ['web', 'worker', 'cli', 'sandbox'],
     doc: 'Redis for dedupe, queues and records (`rediss://` for TLS; password in the URL, `%`-escaped); a malformed one (bad port, bad `%` escape, another scheme) stops start-up with one line that never shows the password',
   },
+  REDIS_PASSWORD: {
+    // Apart from the URL so that each can live where it belongs: the URL (host, port, TLS) in a
+    // ConfigMap, the password in a Secret. Taken as written: no %-escapes to get wrong.
+    schema: z.string().optional(),
+    readBy: ['web', 'worker', 'cli', 'sandbox'],
+    doc: "Redis's password, as written (no `%`-escapes), for every topology; for a REDIS_URL that holds none: set one or the other",
+  },
   REDIS_SENTINELS: {
     schema: hostPorts,
     readBy: ['web', 'worker', 'cli', 'sandbox', 'client'],

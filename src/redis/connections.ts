@@ -6,11 +6,12 @@ import { redactUrl } from './redact-url.js';
 export type RedisConnection = Redis | Cluster;
 export type Topology = 'single' | 'sentinel' | 'cluster';
 
-/** What every connection needs to know of the configuration. */
+/** What every connection needs to know of the configuration (REDIS_PASSWORD only when set). */
 export type RedisConfig = Pick<
   Config,
   'redisUrl' | 'redisSentinels' | 'redisSentinelName' | 'redisClusterNodes'
->;
+> &
+  Partial<Pick<Config, 'redisPassword'>>;
 
 export function topologyOf(config: RedisConfig): Topology {
   if (config.redisClusterNodes.length > 0) return 'cluster';
@@ -58,6 +59,13 @@ function fromUrl(raw: string) {
   };
 }
 
+/**
+ * REDIS_PASSWORD, when set: config refuses it beside a password in REDIS_URL, so it never
+ * competes with the URL's (for a URL, ioredis lets the URL's win).
+ */
+const password = (config: RedisConfig) =>
+  config.redisPassword === undefined ? {} : { password: config.redisPassword };
+
 /** The one place a connection is made, for every topology and role. */
 function connect(config: RedisConfig, knobs: Knobs): RedisConnection {
   const { enableOfflineQueue, enableAutoPipelining, lazyConnect, retryStrategy, ...perNode } =
@@ -72,19 +80,25 @@ function connect(config: RedisConfig, knobs: Knobs): RedisConnection {
       return new Cluster([...config.redisClusterNodes], {
         ...common,
         clusterRetryStrategy: retryStrategy,
-        redisOptions: { ...fromUrl(config.redisUrl), ...perNode },
+        redisOptions: { ...fromUrl(config.redisUrl), ...password(config), ...perNode },
       });
     case 'sentinel':
       return new Redis({
         sentinels: [...config.redisSentinels],
         name: config.redisSentinelName,
         ...fromUrl(config.redisUrl),
+        ...password(config),
         ...common,
         ...perNode,
         retryStrategy,
       });
     default:
-      return new Redis(config.redisUrl, { ...common, ...perNode, retryStrategy });
+      return new Redis(config.redisUrl, {
+        ...common,
+        ...password(config),
+        ...perNode,
+        retryStrategy,
+      });
   }
 }
 

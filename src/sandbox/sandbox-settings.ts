@@ -170,5 +170,6 @@ export function sandboxConfig(
     redisSentinels: service.redisSentinels,
     redisSentinelName: service.redisSentinelName,
     redisClusterNodes: service.redisClusterNodes,
+    ...(service.redisPassword === undefined ? {} : { redisPassword: service.redisPassword }),
   };
 }

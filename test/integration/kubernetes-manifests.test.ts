@@ -1,13 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject';
-import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
-import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
-import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
-import { PersistentVolumeClaim } from 'kubernetes-models/v1/PersistentVolumeClaim';
-import { Service } from 'kubernetes-models/v1/Service';
-import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import { parse, parseAllDocuments } from 'yaml';
@@ -15,110 +8,19 @@ import { loadConfig } from '../../src/config/config';
 import { BACKLOG_METRIC } from '../../src/telemetry/metrics';
 import { FORWARD_BACKLOG_METRIC } from '../../src/forward/start-forwarding';
 
+// The base (deploy/kubernetes) and the pieces that agree with the service: probes, ports, the
+// grace period, the ConfigMap's settings against the service's own parser, the metrics KEDA and
+// the PodMonitor read. test/integration/deploy-overlays.test.ts validates every rendering (this
+// base, the overlays, the components combined) against the schemas and checks what they must
+// hold before they are applied.
+
 const root = join(__dirname, '..', '..');
 const BASE = join(root, 'deploy', 'kubernetes');
-
-/** Each kind the base may hold, with the schema (Kubernetes 1.32, KEDA 2) that validates it. */
-const MODELS = {
-  'v1/ConfigMap': ConfigMap,
-  'v1/Service': Service,
-  'v1/PersistentVolumeClaim': PersistentVolumeClaim,
-  'apps/v1/Deployment': Deployment,
-  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
-  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
-  'keda.sh/v1alpha1/ScaledObject': ScaledObject,
-} as const;
-
-/**
- * The Prometheus Operator's kinds have no kubernetes-models package here: a structural check of
- * what their CRDs (monitoring.coreos.com/v1) require of the fields this repository sets. Returns
- * the problems found.
- */
-const DURATION = /^(0|(\d+y)?(\d+w)?(\d+d)?(\d+h)?(\d+m)?(\d+s)?(\d+ms)?)$/;
-const isStringMap = (value: unknown) =>
-  value === undefined ||
-  (typeof value === 'object' &&
-    value !== null &&
-    Object.values(value).every((v) => typeof v === 'string'));
-const isDuration = (value: unknown) =>
-  value === undefined || (typeof value === 'string' && value !== '' && DURATION.test(value));
-
-function prometheusRuleProblems(spec: Record<string, unknown> | undefined): string[] {
-  const groups = spec?.groups;
-  if (!Array.isArray(groups) || groups.length === 0) return ['spec.groups: a non-empty array'];
-  return (groups as Record<string, unknown>[]).flatMap((group, g) => {
-    const at = `spec.groups[${g}]`;
-    const rules = group.rules;
-    const problems = [
-      ...(typeof group.name === 'string' && group.name !== '' ? [] : [`${at}.name: a string`]),
-      ...(isDuration(group.interval) ? [] : [`${at}.interval: a duration`]),
-      ...(Array.isArray(rules) ? [] : [`${at}.rules: an array`]),
-    ];
-    return [
-      ...problems,
-      ...((Array.isArray(rules) ? rules : []) as Record<string, unknown>[]).flatMap((rule, r) => {
-        const where = `${at}.rules[${r}]`;
-        return [
-          ...(typeof rule.expr === 'string' && rule.expr !== '' ? [] : [`${where}.expr: a string`]),
-          ...((typeof rule.alert === 'string') !== (typeof rule.record === 'string')
-            ? []
-            : [`${where}: one of alert and record`]),
-          ...(isDuration(rule.for) ? [] : [`${where}.for: a duration`]),
-          ...(isStringMap(rule.labels) ? [] : [`${where}.labels: strings`]),
-          ...(isStringMap(rule.annotations) ? [] : [`${where}.annotations: strings`]),
-        ];
-      }),
-    ];
-  });
-}
-
-function podMonitorProblems(spec: Record<string, unknown> | undefined): string[] {
-  const selector = spec?.selector as { matchLabels?: unknown } | undefined;
-  const endpoints = spec?.podMetricsEndpoints;
-  return [
-    ...(selector !== undefined && isStringMap(selector.matchLabels)
-      ? []
-      : ['spec.selector: a label selector']),
-    ...(spec?.jobLabel === undefined || typeof spec.jobLabel === 'string'
-      ? []
-      : ['spec.jobLabel: a string']),
-    ...(Array.isArray(endpoints) && endpoints.length > 0
-      ? (endpoints as Record<string, unknown>[]).flatMap((e, i) => [
-          ...(typeof e.port === 'string' ? [] : [`spec.podMetricsEndpoints[${i}].port: a name`]),
-          ...(e.path === undefined || typeof e.path === 'string'
-            ? []
-            : [`spec.podMetricsEndpoints[${i}].path: a string`]),
-          ...(isDuration(e.interval) && isDuration(e.scrapeTimeout)
-            ? []
-            : [`spec.podMetricsEndpoints[${i}]: interval and scrapeTimeout durations`]),
-        ])
-      : ['spec.podMetricsEndpoints: a non-empty array']),
-  ];
-}
-
-const STRUCTURAL = {
-  'monitoring.coreos.com/v1/PrometheusRule': prometheusRuleProblems,
-  'monitoring.coreos.com/v1/PodMonitor': podMonitorProblems,
-} as const;
-
-/** Throws when the manifest is not valid against its kind's schema (or structural check). */
-function validate(manifest: Manifest): void {
-  const kind = `${manifest.apiVersion}/${manifest.kind}`;
-  if (kind in STRUCTURAL) {
-    const problems = STRUCTURAL[kind as keyof typeof STRUCTURAL](manifest.spec);
-    if (problems.length > 0) throw new Error(`${manifest.metadata.name}: ${problems.join('; ')}`);
-    return;
-  }
-  const Model = MODELS[kind as keyof typeof MODELS] as
-    (typeof MODELS)[keyof typeof MODELS] | undefined;
-  if (Model === undefined) throw new Error(`no schema for ${kind}`);
-  new Model(manifest as never).validate();
-}
 
 interface Manifest {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; labels?: Record<string, string> };
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
   spec?: Record<string, unknown>;
   data?: Record<string, string>;
 }
@@ -146,55 +48,21 @@ const container = (d: Manifest): IContainer => {
 };
 const env = (c: IContainer, name: string) => c.env?.find((e) => e.name === name)?.value;
 
-it('renders every kind the contract names, each valid against its schema', () => {
+it('renders every kind the contract names, and the NetworkPolicies that isolate the pods', () => {
   const kinds = manifests.map((m) => `${m.apiVersion}/${m.kind}`);
   expect(new Set(kinds)).toEqual(
-    new Set([...Object.keys(MODELS), 'monitoring.coreos.com/v1/PrometheusRule']),
+    new Set([
+      'v1/ConfigMap',
+      'v1/Service',
+      'v1/PersistentVolumeClaim',
+      'apps/v1/Deployment',
+      'policy/v1/PodDisruptionBudget',
+      'autoscaling/v2/HorizontalPodAutoscaler',
+      'keda.sh/v1alpha1/ScaledObject',
+      'networking.k8s.io/v1/NetworkPolicy',
+      'monitoring.coreos.com/v1/PrometheusRule',
+    ]),
   );
-  for (const manifest of manifests) {
-    expect(() => {
-      validate(manifest);
-    }).not.toThrow();
-  }
-});
-
-it('the validation has teeth: a probe without a port and a non-string KEDA threshold are refused', () => {
-  const broken = structuredClone(receiver) as unknown as { spec: { template: { spec: IPodSpec } } };
-  const first = broken.spec.template.spec.containers[0];
-  if (first?.livenessProbe?.httpGet === undefined) throw new Error('the receiver has no liveness');
-  delete (first.livenessProbe.httpGet as { port?: unknown }).port;
-  expect(() => {
-    new Deployment(broken as never).validate();
-  }).toThrow(/port/);
-  const scaled = structuredClone(named('ScaledObject', 'audio-webhooks-worker')) as never as {
-    spec: { triggers: { metadata: Record<string, unknown> }[] };
-  };
-  const [trigger] = scaled.spec.triggers;
-  if (trigger === undefined) throw new Error('no trigger');
-  trigger.metadata.threshold = 50;
-  expect(() => {
-    new ScaledObject(scaled as never).validate();
-  }).toThrow(/threshold/);
-});
-
-it("the structural check of the Operator's kinds has teeth too: a bad `for`, a rule without expr, a port by number", () => {
-  const rule = structuredClone(named('PrometheusRule', 'audio-webhooks'));
-  const [group] = (rule.spec as { groups: { rules: Record<string, unknown>[] }[] }).groups;
-  const [first, second] = group?.rules ?? [];
-  if (first === undefined || second === undefined) throw new Error('fewer than two rules');
-  first.for = '5 minutes';
-  delete second.expr;
-  expect(() => {
-    validate(rule);
-  }).toThrow(/rules\[0\]\.for: a duration; .*rules\[1\]\.expr: a string/);
-  expect(() => {
-    validate({
-      apiVersion: 'monitoring.coreos.com/v1',
-      kind: 'PodMonitor',
-      metadata: { name: 'broken' },
-      spec: { selector: { matchLabels: {} }, podMetricsEndpoints: [{ port: 9464 }] },
-    });
-  }).toThrow(/port: a name/);
 });
 
 it('the PrometheusRule is made from deploy/prometheus/alerts.yml: run node scripts/write-prometheus-rule.js', () => {
@@ -214,16 +82,18 @@ it('the PrometheusRule is made from deploy/prometheus/alerts.yml: run node scrip
   expect(named('PrometheusRule', 'audio-webhooks').spec?.groups).toEqual(file.groups);
 });
 
-it('TRUST_PROXY believes no whole private range: any pod could forge the client address', () => {
-  const trusted = (settings.TRUST_PROXY ?? '').split(',').map((s) => s.trim());
-  const ranges = ['uniquelocal', 'linklocal', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'];
-  expect(trusted.filter((entry) => ranges.includes(entry))).toEqual([]);
-});
-
-it("the ConfigMap's settings are ones the service accepts", () => {
+it("the ConfigMap's settings are ones the service accepts, with the Secret's beside them", () => {
   expect(() =>
     loadConfig({ ...settings, WEBHOOK_SECRETS: 'from-the-secret-0123456789' }),
   ).not.toThrow();
+  // The Redis password, from the Secret, goes with the ConfigMap's REDIS_URL.
+  expect(
+    loadConfig({
+      ...settings,
+      WEBHOOK_SECRETS: 'from-the-secret-0123456789',
+      REDIS_PASSWORD: 'from-the-secret',
+    }),
+  ).toMatchObject({ redisUrl: settings.REDIS_URL, redisPassword: 'from-the-secret' });
 });
 
 it('both Deployments: non-root, read-only root, limits, config from the ConfigMap, secrets from a Secret', () => {
@@ -305,18 +175,20 @@ it('PodDisruptionBudgets select the pods they guard', () => {
 it('KEDA scales the worker on the backlog metrics the service exports: deliveries and forwards', () => {
   const scaled = named('ScaledObject', 'audio-webhooks-worker');
   expect(scaled.spec?.scaleTargetRef).toEqual({ name: worker.metadata.name });
+  // This installation's series only: its namespace, and the job the PodMonitor names.
+  const scope = `{namespace="${scaled.metadata.namespace ?? ''}", job="${podLabels(worker)['app.kubernetes.io/name'] ?? ''}"}`;
   expect(scaled.spec?.triggers).toEqual([
     {
       type: 'prometheus',
       metadata: expect.objectContaining({
-        query: `max(${BACKLOG_METRIC})`,
+        query: `max(${BACKLOG_METRIC}${scope})`,
         threshold: expect.stringMatching(/^\d+$/),
       }),
     },
     {
       type: 'prometheus',
       metadata: expect.objectContaining({
-        query: `max(${FORWARD_BACKLOG_METRIC}) or vector(0)`,
+        query: `max(${FORWARD_BACKLOG_METRIC}${scope}) or vector(0)`,
         threshold: expect.stringMatching(/^\d+$/),
       }),
     },
@@ -333,12 +205,7 @@ describe('the S3 overlay (deploy/overlays/s3)', () => {
     (m) => m.kind === 'Deployment' && m.metadata.name === 'audio-webhooks-worker',
   );
 
-  it('renders valid manifests, without the ReadWriteMany claim or any volume from one', () => {
-    for (const manifest of overlay) {
-      expect(() => {
-        validate(manifest);
-      }).not.toThrow();
-    }
+  it('renders without the ReadWriteMany claim or any volume from one', () => {
     expect(overlay.filter((m) => m.kind === 'PersistentVolumeClaim')).toEqual([]);
     if (overlayWorker === undefined) throw new Error('no worker in the overlay');
     const pod = podSpec(overlayWorker);
@@ -378,15 +245,10 @@ describe('the monitoring overlay (deploy/overlays/monitoring)', () => {
       }
     | undefined;
 
-  it('renders the base and a PodMonitor, each valid', () => {
+  it('renders the base and a PodMonitor', () => {
     expect(overlay.map((m) => `${m.kind}/${m.metadata.name}`).sort()).toEqual(
       [...manifests.map((m) => `${m.kind}/${m.metadata.name}`), 'PodMonitor/audio-webhooks'].sort(),
     );
-    for (const manifest of overlay) {
-      expect(() => {
-        validate(manifest);
-      }).not.toThrow();
-    }
   });
 
   it("scrapes /metrics on the receivers' INTERNAL_PORT and the workers' WORKER_HEALTH_PORT, never the Service's port", () => {
