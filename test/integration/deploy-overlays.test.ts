@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -14,7 +13,8 @@ import { Service } from 'kubernetes-models/v1/Service';
 import type { INetworkPolicyPeer } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicyPeer';
 import type { INetworkPolicySpec } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicySpec';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
-import { parseAllDocuments, stringify } from 'yaml';
+import { stringify } from 'yaml';
+import { renderFolder, type Manifest } from '../helpers/kustomize';
 
 // Every way the manifests are meant to be rendered (the base, each overlay, the components on
 // the base and on the overlays, the production example) checked for what a platform engineer
@@ -26,14 +26,6 @@ import { parseAllDocuments, stringify } from 'yaml';
 const root = join(__dirname, '..', '..');
 const DEPLOY = join(root, 'deploy');
 const JOB = 'audio-webhooks';
-
-interface Manifest {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
-  spec?: Record<string, unknown>;
-  data?: Record<string, string>;
-}
 
 /**
  * A kustomization of the test's own, in a temp folder, that names the repository's pieces by
@@ -76,14 +68,6 @@ const RENDERINGS: readonly (readonly [name: string, folder: () => string])[] = [
   ],
 ];
 const NAMES = RENDERINGS.map(([name]) => name);
-
-function renderFolder(folder: string): Manifest[] {
-  const text = execFileSync('kubectl', ['kustomize', folder], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return parseAllDocuments(text).map((doc) => doc.toJSON() as Manifest);
-}
 
 const cache = new Map<string, Manifest[]>();
 /** The rendering's objects, rendered once; throws (failing the test that asked) when kustomize does. */

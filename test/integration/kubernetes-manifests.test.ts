@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import { parse, parseAllDocuments } from 'yaml';
+import { renderFolder, type Manifest } from '../helpers/kustomize';
 import { loadConfig } from '../../src/config/config';
 import { BACKLOG_METRIC } from '../../src/telemetry/metrics';
 import { FORWARD_BACKLOG_METRIC } from '../../src/forward/start-forwarding';
@@ -17,17 +18,7 @@ import { FORWARD_BACKLOG_METRIC } from '../../src/forward/start-forwarding';
 const root = join(__dirname, '..', '..');
 const BASE = join(root, 'deploy', 'kubernetes');
 
-interface Manifest {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
-  spec?: Record<string, unknown>;
-  data?: Record<string, string>;
-}
-
-// `kubectl kustomize`, as the contract says; no cluster needed. (.ci/run installs kubectl.)
-const rendered = execFileSync('kubectl', ['kustomize', BASE], { encoding: 'utf8' });
-const manifests = parseAllDocuments(rendered).map((doc) => doc.toJSON() as Manifest);
+const manifests = renderFolder(BASE);
 const named = (kind: string, name: string) => {
   const found = manifests.find((m) => m.kind === kind && m.metadata.name === name);
   if (found === undefined) throw new Error(`no ${kind} ${name} in the rendered base`);
