@@ -17,7 +17,8 @@ const SECRET = `whsec_${'k'.repeat(32)}`;
 function dryRun(env: Record<string, string>) {
   const { status, stdout, stderr } = spawnSync(
     'podman-compose',
-    ['--dry-run', '--podman-path', '/bin/true', 'up', '--no-build'],
+    // A project name of its own: by default it is the checkout folder's, which may be anything.
+    ['--dry-run', '--podman-path', '/bin/true', '-p', 'aw', 'up', '--no-build'],
     { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' },
   );
   return { status, output: stdout + stderr };
@@ -26,7 +27,7 @@ function dryRun(env: Record<string, string>) {
 /** Each service's `create` command line, by service name. */
 function containers(output: string): Map<string, string> {
   return new Map(
-    [...output.matchAll(/ create --name=\w+_([\w-]+)_1 (.*)$/gm)].map(
+    [...output.matchAll(/ create --name=aw_([\w-]+)_1 (.*)$/gm)].map(
       ([, name = '', line = '']) => [name, line],
     ),
   );
@@ -41,7 +42,8 @@ it('podman-compose 1.0.3 (Debian 12) passes every variable through, none literal
   // --dry-run prints the podman commands without an engine; .ci/run installs podman-compose.
   const { stdout, stderr } = await run(
     'podman-compose',
-    ['--dry-run', '--podman-path', '/bin/true', 'up', '--no-build'],
+    // A project name of its own: by default it is the checkout folder's, which may be anything.
+    ['--dry-run', '--podman-path', '/bin/true', '-p', 'aw', 'up', '--no-build'],
     { cwd: root, env: { PATH: process.env.PATH ?? '', WEBHOOK_SECRETS: 'whsec_real' } },
   );
   const output = stdout + stderr;
