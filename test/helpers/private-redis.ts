@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomInt } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
@@ -28,7 +29,9 @@ export interface PrivateRedis {
  */
 const RANGE = 1000;
 const FIRST = 20_000 + (Number(process.env.JEST_WORKER_ID ?? '1') - 1) * RANGE;
-let nextPort = FIRST;
+// From a random place in the range: two suites run at once on one machine (two clones, say)
+// have workers of the same numbers, and from the same place they met on the same ports.
+let nextPort = FIRST + randomInt(RANGE);
 
 /** Whether nothing listens on 127.0.0.1:`port` now. */
 function isFree(port: number): Promise<boolean> {
