@@ -27,9 +27,10 @@ function dryRun(env: Record<string, string>) {
 /** Each service's `create` command line, by service name. */
 function containers(output: string): Map<string, string> {
   return new Map(
-    [...output.matchAll(/ create --name=aw_([\w-]+)_1 (.*)$/gm)].map(
-      ([, name = '', line = '']) => [name, line],
-    ),
+    [...output.matchAll(/ create --name=aw_([\w-]+)_1 (.*)$/gm)].map(([, name = '', line = '']) => [
+      name,
+      line,
+    ]),
   );
 }
 
