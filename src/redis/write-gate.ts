@@ -215,12 +215,7 @@ export class WriteGate {
     this.#sinceRead += bytes;
     if (this.#reason !== undefined || this.#readingEarly || !this.#pastReserve(last)) return;
     this.#readingEarly = true;
-    this.#read()
-      .then((memory) => {
-        this.#last = memory;
-        this.#sinceRead = 0;
-        if (!isRefusal(this.#reason)) this.#judge(memory);
-      })
+    this.#takeReading(false)
       .catch(() => undefined) // the next tick reads again
       .finally(() => {
         this.#readingEarly = false;
@@ -272,12 +267,8 @@ export class WriteGate {
     try {
       const refused = isRefusal(this.#reason);
       if (refused) await this.#probe(); // throws while Redis still refuses
-      if (this.options.reservePercent !== undefined) {
-        this.#last = await this.#read();
-        this.#sinceRead = 0;
-        // A refusal met while this reading was under way stands until a probe goes through.
-        if (refused || !isRefusal(this.#reason)) this.#judge(this.#last);
-      } else if (refused) this.#set(undefined, '');
+      if (this.options.reservePercent !== undefined) await this.#takeReading(refused);
+      else if (refused) this.#set(undefined, '');
     } catch (error: unknown) {
       // Still refusing: probe less often. Any other failure (a timeout, a dropped connection)
       // is tried again at the usual pace.
@@ -300,6 +291,17 @@ export class WriteGate {
     const memory = await this.#read();
     if (memory.maxBytes > 0 && memory.usedBytes > memory.maxBytes * OOM_CLEARS_BELOW)
       throw new Error('OOM: used memory is still within 2 % of maxmemory');
+  }
+
+  /**
+   * Reads the server and judges the reading; `probed`: a probe just went through, so a refusal
+   * may end. A refusal met while the reading was under way stands until a probe goes through.
+   */
+  async #takeReading(probed: boolean): Promise<void> {
+    const memory = await this.#read();
+    this.#last = memory;
+    this.#sinceRead = 0;
+    if (probed || !isRefusal(this.#reason)) this.#judge(memory);
   }
 
   #read(): Promise<RedisMemory> {
