@@ -18,9 +18,9 @@ import { request } from 'undici';
 import { createGuardedAgent } from '../src/download/guarded-agent.js';
 import { Meter } from '../src/download/meter.js';
 import { openDownload } from '../src/download/open-download.js';
-import { createLocalAudioStore } from '../src/storage/local-audio-store.js';
+import { createLocalAudioStore } from '../src/storage/local/local-audio-store.js';
 import { tempName } from '../src/storage/temp-name.js';
-import { writeBatched } from '../src/storage/write-batched.js';
+import { writeBatched } from '../src/storage/local/write-batched.js';
 
 export const PARTS = ['bare', 'opened', 'metered', 'written', 'stored'] as const;
 export type Part = (typeof PARTS)[number];

@@ -9,8 +9,8 @@ import { rmSync } from 'node:fs';
 import { createGuardedAgent } from '../src/download/guarded-agent.js';
 import { Meter } from '../src/download/meter.js';
 import { openDownload } from '../src/download/open-download.js';
-import { createLocalAudioStore } from '../src/storage/local-audio-store.js';
-import { createS3AudioStore, type S3Settings } from '../src/storage/s3-audio-store.js';
+import { createLocalAudioStore } from '../src/storage/local/local-audio-store.js';
+import { createS3AudioStore, type S3Settings } from '../src/storage/s3/s3-audio-store.js';
 
 interface ProbeRequest {
   readonly urls: string[];

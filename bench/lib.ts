@@ -7,8 +7,8 @@ import { closeSync, openSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { freePort } from '../test/helpers/private-redis.js';
-import { sampleDelivery } from '../src/webhooks/sample-delivery.js';
-import { signPayload } from '../src/webhooks/sign-payload.js';
+import { sampleDelivery } from '../src/provider-spec/sample-delivery.js';
+import { signPayload } from '../src/provider-spec/sign-payload.js';
 
 export const BENCH_SECRET = 'whsec_bench';
 export const DIST_BENCH = join(__dirname, '..');

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { DELIVERY_QUEUE } from '../src/queue/delivery-queue.js';
-import { dedupeKeys } from '../src/queue/enqueue-delivery.js';
+import { dedupeKeys } from '../src/receiver/enqueue-delivery.js';
 
 /**
  * Counts accepted deliveries that are NOT in Redis: for each id, the dedupe mark must point at a

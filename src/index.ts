@@ -6,9 +6,9 @@
  *   const keys = createRevocationRegistry(redis, process.env.QUEUE_PREFIX ?? 'audio-webhooks');
  *   if (await keys.isKeyRevoked(apiKeyId)) throw new Error('API key revoked');
  */
-export { createReceiver, type Receiver, type ReceiverOptions } from './web/receiver.js';
+export { createReceiver, type Receiver, type ReceiverOptions } from './receiver/receiver.js';
 export { defineEvent, type EventDefinition } from './hooks/define-event.js';
-export type { Delivery } from './webhooks/delivery.js';
+export type { Delivery } from './provider-spec/delivery.js';
 export { loadConfig, ConfigError, type Config } from './config/config.js';
 export {
   createRevocationRegistry,
@@ -16,15 +16,15 @@ export {
   type RevokedKey,
 } from './records/revocation-registry.js';
 export { createFailureLog, type FailureLog, type RecordedFailure } from './records/failure-log.js';
-export { signPayload } from './webhooks/sign-payload.js';
-export { verifySignature, type VerifyResult } from './webhooks/verify-signature.js';
+export { signPayload } from './provider-spec/sign-payload.js';
+export { verifySignature, type VerifyResult } from './provider-spec/verify-signature.js';
 export type {
   WebhookEvent,
   AudioReadyEvent,
   AudioFailedEvent,
   KeyRevokedEvent,
-} from './webhooks/events.js';
-export { startWorkers, type WorkerOptions } from './pipeline/start-workers.js';
+} from './provider-spec/events.js';
+export { startWorkers, type WorkerOptions } from './worker/start-workers.js';
 export type { Hooks } from './hooks/hooks.js';
 export type {
   HookContext,
@@ -39,7 +39,7 @@ export type {
   AudioDetails,
   ArchiveArea,
 } from './storage/audio-store.js';
-export { createLocalArchiveArea } from './storage/local-archive-area.js';
+export { createLocalArchiveArea } from './storage/local/local-archive-area.js';
 export {
   createArchive,
   type Archive,
@@ -48,8 +48,12 @@ export {
   type BatchedLine,
 } from './archive/archive.js';
 export { StorageError } from './storage/storage-errors.js';
-export { createLocalAudioStore } from './storage/local-audio-store.js';
-export { createS3AudioStore, createS3Client, type S3Settings } from './storage/s3-audio-store.js';
+export { createLocalAudioStore } from './storage/local/local-audio-store.js';
+export {
+  createS3AudioStore,
+  createS3Client,
+  type S3Settings,
+} from './storage/s3/s3-audio-store.js';
 export { createAudioStore } from './storage/create-audio-store.js';
 export { createLocalBlobArea } from './provider/local-blob-area.js';
 export type { BlobArea } from './provider/tts-cache.js';

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { redisTarget } from './redis/connections.js';
 import { PLACEHOLDER_SECRETS } from './config/receiver-settings.js';
-import { quietSdkNodeNotice } from './storage/s3-client.js';
+import { quietSdkNodeNotice } from './storage/s3/s3-client.js';
 
 export function packageVersion(): string {
   try {

@@ -5,7 +5,7 @@
  */
 import express from 'express';
 import getRawBody from 'raw-body';
-import { applyCommonMiddleware } from '../../src/web/common-middleware.js';
+import { applyCommonMiddleware } from '../../src/receiver/common-middleware.js';
 import { createLogger } from '../../src/telemetry/logger.js';
 
 const app = express();

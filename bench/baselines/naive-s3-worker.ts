@@ -6,7 +6,7 @@
  * measured as a ratio to this, against the same gateway, in the same run.
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { createS3Client } from '../../src/storage/s3-audio-store.js';
+import { createS3Client } from '../../src/storage/s3/s3-audio-store.js';
 import { runNaiveWorker } from './naive-job-worker.js';
 
 const bucket = process.env.S3_BUCKET ?? '';

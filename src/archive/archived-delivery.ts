@@ -1,4 +1,4 @@
-import type { Delivery } from '../webhooks/delivery.js';
+import type { Delivery } from '../provider-spec/delivery.js';
 
 /** One entry of the archive: an accepted delivery and when and by which job it was handled. */
 export interface ArchivedDelivery {

@@ -1,9 +1,9 @@
 import type { Job } from 'bullmq';
 import type { Config } from '../config/config.js';
 import { resolveDestinations } from '../config/resolve-destinations.js';
-import { destinationControl } from '../forward/destination-control.js';
-import { listedDestinations, type RosterEntry } from '../forward/destination-roster.js';
-import { createForwardQueue, type ForwardJobData } from '../queue/forward-queue.js';
+import { destinationControl } from '../forwarding/destination-control.js';
+import { listedDestinations, type RosterEntry } from '../forwarding/destination-roster.js';
+import { createForwardQueue, type ForwardJobData } from '../forwarding/forward-queue.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { UsageError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
@@ -14,8 +14,8 @@ const PAGE = 500;
 
 /**
  * `forward status | pause <name> | resume <name>`: the destinations' shared state
- * (forward/destination-control.ts), read or changed for every worker at once. The destinations
- * are the ones the workers announce in Redis (forward/destination-roster.ts) and this shell's
+ * (forwarding/destination-control.ts), read or changed for every worker at once. The destinations
+ * are the ones the workers announce in Redis (forwarding/destination-roster.ts) and this shell's
  * own FORWARD_URLS and FORWARD_CONFIG: the CLI is often run where neither is set.
  */
 export async function forwardControlCommand(

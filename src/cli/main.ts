@@ -6,7 +6,7 @@ import { RedisUnreachableError } from '../redis/connections.js';
 import { MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
 import type { Output } from './print.js';
 import { listFailed, listFailures, listRevokedKeys, retryFailed } from './queue-commands.js';
-import { createForwardQueue } from '../queue/forward-queue.js';
+import { createForwardQueue } from '../forwarding/forward-queue.js';
 import { runTts, runVoices } from './provider-commands.js';
 import { runSandbox, SANDBOX_FLAGS } from './sandbox-command.js';
 import { send } from './send.js';

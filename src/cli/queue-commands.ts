@@ -1,13 +1,13 @@
 import type { Job } from 'bullmq';
 import { jobItemId, type DeliveryJobData, type DeliveryQueue } from '../queue/delivery-queue.js';
 import { OperationalError } from './cli-errors.js';
-import type { ForwardJobData, ForwardQueue } from '../queue/forward-queue.js';
+import type { ForwardJobData, ForwardQueue } from '../forwarding/forward-queue.js';
 import { printRows, type Output, type Row } from './print.js';
 import { counted } from '../util/counted.js';
 import { createFailureLog, type RecordedFailure } from '../records/failure-log.js';
 import { createRevocationRegistry, type RevokedKey } from '../records/revocation-registry.js';
 import type { RedisConnection } from '../redis/connections.js';
-import { jsonMember } from '../webhooks/json-member.js';
+import { jsonMember } from '../provider-spec/json-member.js';
 
 function failedRow(job: Job<DeliveryJobData>) {
   return {

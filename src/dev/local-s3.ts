@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
-import { quietSdkNodeNotice } from '../storage/s3-client.js';
+import { quietSdkNodeNotice } from '../storage/s3/s3-client.js';
 import { PortTakenError, portIsTaken, startCephGateway } from './ceph-gateway.js';
 
 /**

@@ -1,4 +1,4 @@
-import { isKnownEvent } from '../webhooks/events.js';
+import { isKnownEvent } from '../provider-spec/events.js';
 import { isDefinedEvent, type EventDefinition } from './define-event.js';
 
 /** The fork's events by name; empty when src/custom/events.ts is absent. */

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { EventDataSchema } from '../webhooks/delivery.js';
+import type { EventDataSchema } from '../provider-spec/delivery.js';
 import type { HookContext } from './hook-context.js';
 
 /** One event of the fork's own (src/custom/events.ts), made by `defineEvent`. */

@@ -1,5 +1,9 @@
 import type { AudioMetadata } from '../storage/audio-store.js';
-import type { AudioFailedEvent, AudioReadyEvent, KeyRevokedEvent } from '../webhooks/events.js';
+import type {
+  AudioFailedEvent,
+  AudioReadyEvent,
+  KeyRevokedEvent,
+} from '../provider-spec/events.js';
 import type { HookContext } from './hook-context.js';
 
 /**

@@ -9,7 +9,7 @@ import {
   ProviderUnavailableError,
   RateLimitDeadlineError,
 } from './provider-errors.js';
-import { SPEC_LIMITS, type Endpoint } from '../spec/rate-limits.js';
+import { SPEC_LIMITS, type Endpoint } from '../provider-spec/rate-limits.js';
 import type { ApiKeyConfig } from './provider-settings.js';
 import { askedWaitMs, fullJitter } from './retry-after.js';
 import { createTtsCache, type BlobArea, type CacheTrouble, type CachedAudio } from './tts-cache.js';
@@ -28,7 +28,7 @@ export interface ProviderClientOptions {
   readonly prefix?: string;
   /**
    * Per key and window; endpoints left out keep the spec's limit.
-   * @defaultValue the spec's: tts 60, voice-convert 20, voices 600 (spec/rate-limits.ts)
+   * @defaultValue the spec's: tts 60, voice-convert 20, voices 600 (provider-spec/rate-limits.ts)
    */
   readonly limits?: Partial<Record<Endpoint, number>>;
   /**

@@ -1,6 +1,6 @@
 import type { RedisConnection } from '../redis/connections.js';
 import { createSlidingWindowLimiter, type Window } from '../redis/sliding-window-limiter.js';
-import type { Endpoint } from '../spec/rate-limits.js';
+import type { Endpoint } from '../provider-spec/rate-limits.js';
 
 export interface Limiter {
   /** Admits one request now (its log entry's name), or answers how long to wait (ms). */

@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { int, list } from '../config/parsers.js';
 import type { SettingSpec } from '../config/settings.js';
 
-import { ENDPOINTS, SPEC_LIMITS_SETTING, type Endpoint } from '../spec/rate-limits.js';
+import { ENDPOINTS, SPEC_LIMITS_SETTING, type Endpoint } from '../provider-spec/rate-limits.js';
 
-export type { Endpoint } from '../spec/rate-limits.js';
+export type { Endpoint } from '../provider-spec/rate-limits.js';
 
 export interface ApiKeyConfig {
   readonly id: string;

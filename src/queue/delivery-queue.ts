@@ -7,7 +7,7 @@ import {
   TelemetryAttributes,
   type Telemetry,
 } from 'bullmq';
-import type { Delivery } from '../webhooks/delivery.js';
+import type { Delivery } from '../provider-spec/delivery.js';
 
 /** One queue for every event: the dispatcher picks the handler by job name (= event name). */
 export const DELIVERY_QUEUE = 'deliveries';

@@ -1,5 +1,5 @@
 import type { RedisConnection } from '../redis/connections.js';
-import type { AudioFailedEvent } from '../webhooks/events.js';
+import type { AudioFailedEvent } from '../provider-spec/events.js';
 import { decodeRecord, encodeRecord, recordKey, type KeptRecord } from './record-codec.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { RedisConnection } from '../redis/connections.js';
-import type { KeyRevokedEvent } from '../webhooks/events.js';
+import type { KeyRevokedEvent } from '../provider-spec/events.js';
 import { decodeRecord, encodeRecord, recordKey, type KeptRecord } from './record-codec.js';
 
 /**

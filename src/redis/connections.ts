@@ -110,7 +110,7 @@ export function duplicateConnection(redis: RedisConnection): RedisConnection {
 /**
  * How long the web side waits for one Redis command. A delivery not stored by then is answered
  * 503 (the sender retries); the delivery store applies the same bound to the whole store, so
- * commands queued behind a stalled pipeline cannot stretch it (queue/enqueue-delivery.ts).
+ * commands queued behind a stalled pipeline cannot stretch it (receiver/enqueue-delivery.ts).
  */
 export const WEB_COMMAND_TIMEOUT_MS = 1_000;
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { Agent } from 'undici';
-import { ListenError, listenProblem } from '../http/serve.js';
+import { ListenError, listenProblem } from '../http-server/serve.js';
 import { createWorkerRedis, readyOrFail, redisTarget } from '../redis/connections.js';
 import { watchRedis } from '../redis/watch-redis.js';
 import { createKeyStore, type ApiKey, type KeyStore } from './api/keys.js';

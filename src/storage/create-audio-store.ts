@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { DeadlineError, withDeadline } from '../util/deadline.js';
 import type { AudioStore } from './audio-store.js';
-import { createLocalAudioStore } from './local-audio-store.js';
-import { createS3AudioStore } from './s3-audio-store.js';
+import { createLocalAudioStore } from './local/local-audio-store.js';
+import { createS3AudioStore } from './s3/s3-audio-store.js';
 import { StorageError } from './storage-errors.js';
 
 /** src/custom/store.ts's `createStore`. */

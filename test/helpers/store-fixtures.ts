@@ -8,9 +8,9 @@ import { startCephGateway, type CephGateway } from '../../src/dev/ceph-gateway';
 import { createGuardedAgent } from '../../src/download/guarded-agent';
 import type { DeliveryInfo } from '../../src/hooks/hook-context';
 import type { AudioStore } from '../../src/storage/audio-store';
-import { createLocalAudioStore } from '../../src/storage/local-audio-store';
-import { createS3AudioStore } from '../../src/storage/s3-audio-store';
-import { createAudioDownloader } from '../../src/workers/download-audio';
+import { createLocalAudioStore } from '../../src/storage/local/local-audio-store';
+import { createS3AudioStore } from '../../src/storage/s3/s3-audio-store';
+import { createAudioDownloader } from '../../src/worker/download-audio';
 import { startLocalCdn, type LocalCdn } from './local-cdn';
 
 /** The kinds of store, for `describe.each`. */

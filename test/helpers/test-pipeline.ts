@@ -9,7 +9,7 @@ import { createLogger } from '../../src/telemetry/logger';
 import { jobItemId, type DeliveryJobData } from '../../src/queue/delivery-queue';
 import type { CustomEvents } from '../../src/hooks/custom-events';
 import type { Hooks } from '../../src/hooks/hooks';
-import { startWorkers, type RunningWorkers } from '../../src/pipeline/start-workers';
+import { startWorkers, type RunningWorkers } from '../../src/worker/start-workers';
 import {
   createTestReceiver,
   signed,

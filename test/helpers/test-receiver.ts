@@ -6,9 +6,9 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../../src/config/config';
 import { createLogger } from '../../src/telemetry/logger';
-import { createReceiver, type Receiver } from '../../src/web/receiver';
+import { createReceiver, type Receiver } from '../../src/receiver/receiver';
 import type { CustomEvents } from '../../src/hooks/custom-events';
-import { signPayload } from '../../src/webhooks/sign-payload';
+import { signPayload } from '../../src/provider-spec/sign-payload';
 
 export const TEST_SECRET = 'whsec_test_secret';
 

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 

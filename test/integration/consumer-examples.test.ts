@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { connect as amqpConnect, type Channel } from 'amqplib';
 import { connect as natsConnect } from 'nats';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { forwardSecret } from '../helpers/forward-destinations';
 import { freePort } from '../helpers/private-redis';
 import { startTestPipeline } from '../helpers/test-pipeline';

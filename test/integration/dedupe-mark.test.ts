@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import request from 'supertest';
 import { SENDER_RETRY_WINDOW_SECONDS } from '../../src/config/config';
-import { dedupeKeys } from '../../src/queue/enqueue-delivery';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { dedupeKeys } from '../../src/receiver/enqueue-delivery';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 import { createTestReceiver, signed, type TestReceiver } from '../helpers/test-receiver';
 

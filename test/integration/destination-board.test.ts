@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { DelayedError, Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { DestinationBoard } from '../../src/forward/destination-board';
-import { destinationControl } from '../../src/forward/destination-control';
+import { DestinationBoard } from '../../src/forwarding/destination-board';
+import { destinationControl } from '../../src/forwarding/destination-control';
 import { createLogger } from '../../src/telemetry/logger';
 import { eventually } from '../../src/util/eventually';
 import { deleteKeys } from '../helpers/test-receiver';

@@ -3,7 +3,7 @@ import pino from 'pino';
 import { createGuardedAgent } from '../../src/download/guarded-agent';
 import type { AudioStore } from '../../src/storage/audio-store';
 import { StorageError } from '../../src/storage/storage-errors';
-import { createAudioDownloader } from '../../src/workers/download-audio';
+import { createAudioDownloader } from '../../src/worker/download-audio';
 import { startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
 
 let cdn: LocalCdn;

@@ -8,7 +8,7 @@ import { deleteKeys } from '../helpers/test-receiver';
 /**
  * Accepting is a promise to every carrier: any id the receiver answers 202 for reaches an HTTP
  * endpoint, a JetStream stream and a RabbitMQ queue, each under its message id, with the id as
- * sent in the body. Before the message id was formed (forward/message-id.ts), `tts_日本語`
+ * sent in the body. Before the message id was formed (forwarding/message-id.ts), `tts_日本語`
  * failed every HTTP attempt, a newline HTTP and NATS, 250 characters AMQP.
  */
 let destinations: ThreeDestinations;
@@ -44,7 +44,7 @@ const anyId = fc.oneof(
 );
 
 /**
- * The rule, written here apart from forward/message-id.ts: `<event>:<data.id>` when that is
+ * The rule, written here apart from forwarding/message-id.ts: `<event>:<data.id>` when that is
  * printable ASCII (`!` to `~`) of at most 200 bytes, else `<event>:sha256:<hex of the UTF-8 id>`.
  */
 function expectedMessageId(event: string, id: string): string {

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../../src/cli/main';
 import { parseDestinations } from '../../src/config/destinations';
-import { ROSTER_TTL_MS } from '../../src/forward/destination-roster';
-import { TICK_MS } from '../../src/forward/destination-board';
-import { createForwardQueue } from '../../src/queue/forward-queue';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { ROSTER_TTL_MS } from '../../src/forwarding/destination-roster';
+import { TICK_MS } from '../../src/forwarding/destination-board';
+import { createForwardQueue } from '../../src/forwarding/forward-queue';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { eventually } from '../../src/util/eventually';
 import {
   createRabbitQueue,

@@ -4,9 +4,13 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { connect as amqpConnect } from 'amqplib';
 import { connect as natsConnect } from 'nats';
-import { createAmqpSender } from '../../src/forward/amqp-sender';
-import { createNatsSender } from '../../src/forward/nats-sender';
-import { ForwardError, PermanentForwardError, type Sender } from '../../src/forward/sender';
+import { createAmqpSender } from '../../src/forwarding/senders/amqp-sender';
+import { createNatsSender } from '../../src/forwarding/senders/nats-sender';
+import {
+  ForwardError,
+  PermanentForwardError,
+  type Sender,
+} from '../../src/forwarding/senders/sender';
 import { eventually } from '../../src/util/eventually';
 import { createJetStream, startPrivateNats } from '../helpers/forward-destinations';
 import { afterTest } from '../helpers/after-test';

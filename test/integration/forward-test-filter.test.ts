@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createArchive } from '../../src/archive/archive';
-import { createLocalArchiveArea } from '../../src/storage/local-archive-area';
+import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
 import { runCliProcess } from '../helpers/replay-app';
 
 // `audio-webhooks forward test-filter` as an operator runs it, in its own process, over an

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { destinationName } from '../../src/config/destinations';
 import { jobItemId } from '../../src/queue/delivery-queue';
-import { createForwardQueue } from '../../src/queue/forward-queue';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { createForwardQueue } from '../../src/forwarding/forward-queue';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { eventually } from '../../src/util/eventually';
 import {
   createRabbitQueue,

@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { createLocalAudioStore } from '../../src/storage/local-audio-store';
+import { createLocalAudioStore } from '../../src/storage/local/local-audio-store';
 import { WRITER_TAG } from '../../src/storage/temp-name';
 
 const fresh = () => mkdtempSync(join(tmpdir(), 'aw-store-'));

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { signed, TEST_SECRET } from '../helpers/test-receiver';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 
 // What an operator sees of a Redis outage with ROLE=all: probes and scrapes that answer, and a
 // log that says it once.

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
-import { serve } from '../../src/http/serve';
+import { serve } from '../../src/http-server/serve';
 import { createProviderClient } from '../../src/provider/create-provider-client';
 import { createLocalBlobArea } from '../../src/provider/local-blob-area';
 import { ProviderError } from '../../src/provider/provider-errors';

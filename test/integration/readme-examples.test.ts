@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { promisify } from 'node:util';
 import { events as exampleEvents } from '../../src/examples/events';
 import { customEvents } from '../../src/hooks/custom-events';
-import { serve } from '../../src/http/serve';
+import { serve } from '../../src/http-server/serve';
 import { createTestReceiver, deleteKeys, type TestReceiver } from '../helpers/test-receiver';
 import { freePort } from '../helpers/private-redis';
 import { copyOfRepository } from '../helpers/repository-copy';

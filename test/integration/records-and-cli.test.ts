@@ -5,7 +5,7 @@ import { runCli } from '../../src/cli/main';
 import { createLogger } from '../../src/telemetry/logger';
 import { createRevocationRegistry } from '../../src/records/revocation-registry';
 import { createFailureLog } from '../../src/records/failure-log';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { eventually } from '../../src/util/eventually';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 

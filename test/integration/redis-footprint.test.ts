@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { eventually } from '../../src/util/eventually';
-import { createForwardQueue, forwardJobId } from '../../src/queue/forward-queue';
+import { createForwardQueue, forwardJobId } from '../../src/forwarding/forward-queue';
 import { createFailureLog } from '../../src/records/failure-log';
 import { createRevocationRegistry } from '../../src/records/revocation-registry';
 import {

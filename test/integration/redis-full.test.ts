@@ -2,9 +2,9 @@ import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { createLogger } from '../../src/telemetry/logger';
-import { startWorkers, type RunningWorkers } from '../../src/pipeline/start-workers';
+import { startWorkers, type RunningWorkers } from '../../src/worker/start-workers';
 import { eventually } from '../../src/util/eventually';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
 import { spawnService } from '../helpers/spawn-service';
 import {

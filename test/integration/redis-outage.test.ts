@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { Pool } from 'undici';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { startPrivateRedis, whenReady, type PrivateRedis } from '../helpers/private-redis';
 import { createTestReceiver, signed, type TestReceiver } from '../helpers/test-receiver';
 import { withDeadline } from '../../src/util/deadline';

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import request from 'supertest';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import {
   startPrivateRedis,
   startPrivateSentinel,

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createArchive } from '../../src/archive/archive';
-import { createLocalArchiveArea } from '../../src/storage/local-archive-area';
+import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
 import { runCliProcess } from '../helpers/replay-app';
 import { deleteKeys } from '../helpers/test-receiver';
 

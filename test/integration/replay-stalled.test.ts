@@ -13,7 +13,7 @@ import {
 } from '../../src/cli/replay-command';
 import { loadConfig } from '../../src/config/config';
 import { createDeliveryQueue } from '../../src/queue/delivery-queue';
-import { createLocalArchiveArea } from '../../src/storage/local-archive-area';
+import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
 import { runCliProcess } from '../helpers/replay-app';
 import { deleteKeys } from '../helpers/test-receiver';
 

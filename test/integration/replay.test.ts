@@ -17,7 +17,7 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { createArchive, hourFolder } from '../../src/archive/archive';
-import { createLocalArchiveArea } from '../../src/storage/local-archive-area';
+import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
 import { archivedEntries } from '../helpers/archive-entries';
 import { forwardSecret, startHttpEndpoint } from '../helpers/forward-destinations';
 import { freePort } from '../helpers/private-redis';

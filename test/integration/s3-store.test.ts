@@ -24,7 +24,7 @@ import { startTestPipeline } from '../helpers/test-pipeline';
 import { createTestReceiver, signed } from '../helpers/test-receiver';
 import request from 'supertest';
 import { createArchive } from '../../src/archive/archive';
-import { createS3AudioStore } from '../../src/storage/s3-audio-store';
+import { createS3AudioStore } from '../../src/storage/s3/s3-audio-store';
 import { hookCalls, recordingHooksBuild, runCliProcess } from '../helpers/replay-app';
 
 // AUDIO_STORE=s3 against a real S3 server: Ceph's RADOS Gateway on a one-node cluster.

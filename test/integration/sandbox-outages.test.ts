@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createLogger } from '../../src/telemetry/logger';
-import { startWorkers } from '../../src/pipeline/start-workers';
+import { startWorkers } from '../../src/worker/start-workers';
 import { freePort, startPrivateRedis } from '../helpers/private-redis';
 import { eventually, startSandboxProcess } from '../helpers/sandbox-process';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';

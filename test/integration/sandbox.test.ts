@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { runCli } from '../../src/cli/main';
-import { serve } from '../../src/http/serve';
+import { serve } from '../../src/http-server/serve';
 import { freePort } from '../helpers/private-redis';
 import { eventually, startSandboxProcess, type SandboxProcess } from '../helpers/sandbox-process';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';

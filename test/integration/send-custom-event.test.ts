@@ -1,6 +1,6 @@
 import { runCli } from '../../src/cli/main';
 import { customEvents } from '../../src/hooks/custom-events';
-import { serve } from '../../src/http/serve';
+import { serve } from '../../src/http-server/serve';
 import { events } from '../../src/examples/events';
 import { createTestReceiver, TEST_SECRET, type TestReceiver } from '../helpers/test-receiver';
 

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { serve, type RunningServer, type ServeOptions } from '../../src/http/serve';
+import { serve, type RunningServer, type ServeOptions } from '../../src/http-server/serve';
 import { withDeadline } from '../../src/util/deadline';
 
 it('a request answered at once while the server closes does not throw; the connection closes after the answer in flight', async () => {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { withDeadline } from '../../src/util/deadline';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
 import { freePort } from '../helpers/private-redis';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';

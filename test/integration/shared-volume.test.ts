@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { createArchive } from '../../src/archive/archive';
-import { createLocalArchiveArea } from '../../src/storage/local-archive-area';
+import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
 
 // Worker pods share AUDIO_DIR (the Kubernetes base's ReadWriteMany claim), and under the Docker
 // image every container's node has the same PID. Two such writers are run here as they would be:

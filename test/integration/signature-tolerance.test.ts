@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { createTestReceiver, signed, type TestReceiver } from '../helpers/test-receiver';
 
 /**

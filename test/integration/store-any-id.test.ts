@@ -4,17 +4,17 @@ import fc from 'fast-check';
 import type { Job } from 'bullmq';
 import request from 'supertest';
 import { createGuardedAgent } from '../../src/download/guarded-agent';
-import { startWorkers } from '../../src/pipeline/start-workers';
+import { startWorkers } from '../../src/worker/start-workers';
 import { createLogger } from '../../src/telemetry/logger';
 import type { AudioStore } from '../../src/storage/audio-store';
 import { fileStem } from '../../src/storage/file-name';
-import { createS3AudioStore } from '../../src/storage/s3-audio-store';
+import { createS3AudioStore } from '../../src/storage/s3/s3-audio-store';
 import {
   NameCollisionError,
   StorageError,
   StorageRefusedError,
 } from '../../src/storage/storage-errors';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { audio } from '../helpers/local-cdn';
 import {
   bytesOf,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
 import { startCollector } from '../helpers/otlp-collector';
 import { freePort } from '../helpers/private-redis';

@@ -11,8 +11,8 @@ import {
 } from '@aws-sdk/client-s3';
 import { createLogger } from '../../src/telemetry/logger';
 import type { AudioStore } from '../../src/storage/audio-store';
-import { createLocalAudioStore } from '../../src/storage/local-audio-store';
-import { createS3AudioStore } from '../../src/storage/s3-audio-store';
+import { createLocalAudioStore } from '../../src/storage/local/local-audio-store';
+import { createS3AudioStore } from '../../src/storage/s3/s3-audio-store';
 import {
   bytesOf,
   deliveryOfItem,

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { withDeadline } from '../../src/util/deadline';
 import { eventually } from '../../src/util/eventually';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { freePort } from '../helpers/private-redis';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { signed, TEST_SECRET } from '../helpers/test-receiver';

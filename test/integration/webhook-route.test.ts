@@ -3,11 +3,11 @@ import http from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import request from 'supertest';
-import { createReceiver } from '../../src/web/receiver';
-import { serve } from '../../src/http/serve';
+import { createReceiver } from '../../src/receiver/receiver';
+import { serve } from '../../src/http-server/serve';
 import { createLogger } from '../../src/telemetry/logger';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
-import { signPayload } from '../../src/webhooks/sign-payload';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
+import { signPayload } from '../../src/provider-spec/sign-payload';
 import {
   createTestReceiver,
   signed,

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { jobItemId } from '../../src/queue/delivery-queue';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
 import { freePort } from '../helpers/private-redis';
 import { spawnService } from '../helpers/spawn-service';

@@ -1,11 +1,11 @@
 import request from 'supertest';
-import type { RunningServer } from '../../src/http/serve';
+import type { RunningServer } from '../../src/http-server/serve';
 import { createLogger } from '../../src/telemetry/logger';
 import { BACKLOG_METRIC } from '../../src/telemetry/metrics';
-import { webhookEventSchema } from '../../src/webhooks/events';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
-import { serveWorkerHealth } from '../../src/workers/health-server';
-import { startWorkers, type RunningWorkers } from '../../src/pipeline/start-workers';
+import { webhookEventSchema } from '../../src/provider-spec/events';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
+import { serveWorkerHealth } from '../../src/worker/health-server';
+import { startWorkers, type RunningWorkers } from '../../src/worker/start-workers';
 import { freePort } from '../helpers/private-redis';
 import { eventually } from '../helpers/sandbox-process';
 import { spawnService } from '../helpers/spawn-service';

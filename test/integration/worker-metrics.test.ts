@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import request from 'supertest';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { eventually } from '../../src/util/eventually';
-import type { RunningServer } from '../../src/http/serve';
+import type { RunningServer } from '../../src/http-server/serve';
 import { createLogger } from '../../src/telemetry/logger';
-import { serveWorkerHealth } from '../../src/workers/health-server';
+import { serveWorkerHealth } from '../../src/worker/health-server';
 import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
 import { freePort, startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { unwritten } from '../../src/storage/local-audio-store';
+import { unwritten } from '../../src/storage/local/local-audio-store';
 
 it('unwritten() drops whole buffers, then cuts into the first one not written in full', () => {
   const parts = [Buffer.from('abc'), Buffer.from('de'), Buffer.from('fghi')];

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { ArchiveWriteError, startArchiving } from '../../src/pipeline/archive-deliveries';
+import { ArchiveWriteError, startArchiving } from '../../src/archive/archive-deliveries';
 import type { AudioStore } from '../../src/storage/audio-store';
-import { createLocalArchiveArea } from '../../src/storage/local-archive-area';
+import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
 
 it('a line that cannot be made fails its wait, after the handling, logged and counted: not before it', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'aw-archiver-'));

@@ -8,7 +8,7 @@ import { UsageError } from '../../src/cli/cli-errors';
 import { archiveSegments } from '../../src/storage/archive-path';
 import { entryFilePath } from '../helpers/archive-entries';
 import type { ArchiveArea } from '../../src/storage/audio-store';
-import { createLocalArchiveArea } from '../../src/storage/local-archive-area';
+import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
 
 const NOW = new Date('2026-11-24T10:30:00.000Z');
 

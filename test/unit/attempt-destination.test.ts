@@ -2,10 +2,10 @@ import { once } from 'node:events';
 import pino from 'pino';
 import { Counter, Histogram, Registry } from 'prom-client';
 import type { ResolvedDestination } from '../../src/config/resolve-destinations.js';
-import { attemptDestination, type AttemptDeps } from '../../src/forward/attempt-destination.js';
-import type { DestinationBoard } from '../../src/forward/destination-board.js';
-import type { DestinationControl } from '../../src/forward/destination-control.js';
-import type { Sender } from '../../src/forward/sender.js';
+import { attemptDestination, type AttemptDeps } from '../../src/forwarding/attempt-destination.js';
+import type { DestinationBoard } from '../../src/forwarding/destination-board.js';
+import type { DestinationControl } from '../../src/forwarding/destination-control.js';
+import type { Sender } from '../../src/forwarding/senders/sender.js';
 import type { SlidingWindowLimiter } from '../../src/redis/sliding-window-limiter.js';
 
 /** Resolves once `ms` have passed, by a timer of the test's own (the event it waits for). */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { events as exampleEvents } from '../../src/examples/events';
 import { customEvents, EventDefinitionError } from '../../src/hooks/custom-events';
 import { defineEvent } from '../../src/hooks/define-event';
-import { parseEvent } from '../../src/webhooks/parse-event';
+import { parseEvent } from '../../src/provider-spec/parse-event';
 
 const bytes = (value: unknown) => Buffer.from(JSON.stringify(value));
 const custom = customEvents(exampleEvents);

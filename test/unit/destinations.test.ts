@@ -1,5 +1,5 @@
 import { parseDestinations, type Destination } from '../../src/config/destinations';
-import { forwardJobId } from '../../src/queue/forward-queue';
+import { forwardJobId } from '../../src/forwarding/forward-queue';
 
 function parsed(raw: string): Destination[] {
   const result = parseDestinations(raw);

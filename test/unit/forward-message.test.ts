@@ -1,8 +1,8 @@
 import fc from 'fast-check';
-import { forwardMessage } from '../../src/forward/forward-message';
-import { messageId } from '../../src/forward/message-id';
-import type { Delivery } from '../../src/webhooks/delivery';
-import { jsonMember } from '../../src/webhooks/json-member';
+import { forwardMessage } from '../../src/forwarding/forward-message';
+import { messageId } from '../../src/forwarding/message-id';
+import type { Delivery } from '../../src/provider-spec/delivery';
+import { jsonMember } from '../../src/provider-spec/json-member';
 
 /** Any JSON value, written with any of JSON's spellings of numbers and white space. */
 const json = fc.jsonValue();

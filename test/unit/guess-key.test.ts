@@ -1,4 +1,4 @@
-import { guessKey } from '../../src/web/guess-key';
+import { guessKey } from '../../src/receiver/guess-key';
 
 describe('guessKey: whose budget a dashboard login counts against', () => {
   it('an IPv6 client by its /64: every address of one allocation shares one budget', () => {

@@ -1,35 +1,30 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
-// The arrows of the house run one way: down the pipeline. A file imports from its own folder and
-// from the folders before it in LAYERS, never from one after it; no two folders import each other
-// through any path; no module imports itself through a circle.
+// The arrows run one way, from the features down to what they stand on. A file imports from its
+// own folder and from the folders on rungs before it in LAYERS, never from one after it; no two
+// folders import each other through any path; no module imports itself through a circle. A
+// subfolder (storage/s3/, forwarding/senders/, worker/handlers/, sandbox/api/…) counts as part
+// of its top folder: the rungs are features and what they share, not files.
 const SRC = join(__dirname, '..', '..', 'src');
 
 /**
- * src/'s folders in pipeline order, lowest first (the README's "Development" has a line on each). Folders on
- * one line are peers: each may import the other, but not in a loop. `.` is the composition root
- * (main.ts, index.ts): it may import anything, and only the CLI and the examples import it.
+ * src/'s top folders in rungs, lowest first (the README's "Development" has a line on each): the
+ * provider's published format and small helpers; the settings; Redis, telemetry, BullMQ and the
+ * HTTP server; the shared stores, the delivery queue and the download; the features (receiver,
+ * worker, forwarding, archive); the provider client, sandbox and dev tools; the composition root
+ * (`.`: main.ts, index.ts); the CLI and a fork's code. Folders on one rung are peers: each may
+ * import the other, but not in a loop. Only the CLI and the examples import the root.
  */
 const LAYERS: readonly (readonly string[])[] = [
-  ['util', 'spec'],
+  ['util', 'provider-spec'],
   ['config'],
-  ['redis'],
-  ['jobs'],
-  ['telemetry'],
-  ['webhooks'],
-  ['queue', 'records'],
-  ['download', 'storage'],
-  ['hooks'],
-  ['archive'],
-  ['http'],
-  ['web', 'workers'],
-  ['forward'],
-  ['pipeline'],
+  ['redis', 'telemetry', 'jobs', 'http-server'],
+  ['storage', 'records', 'queue', 'download', 'hooks'],
+  ['receiver', 'worker', 'forwarding', 'archive'],
   ['provider', 'sandbox', 'dev'],
   ['.'],
-  ['cli'],
-  ['examples', 'custom'],
+  ['cli', 'examples', 'custom'],
 ];
 
 type Graph = ReadonlyMap<string, readonly string[]>;
@@ -97,7 +92,7 @@ function folderGraph(graph: Graph): Map<string, string[]> {
 
 const graph: Graph = new Map(files(SRC).map((file) => [relative(SRC, file), importsOf(file)]));
 
-it('no import runs back up the pipeline', () => {
+it('no import runs back up the rungs', () => {
   expect(importsUp(graph)).toEqual([]);
 });
 
@@ -111,23 +106,25 @@ it('no import circles between files', () => {
 
 it('the checks catch what they are for (a deliberate violation of each)', () => {
   const bent: Graph = new Map([
-    ['config/parsers.ts', ['forward/destinations.ts']],
-    ['forward/destinations.ts', []],
-    ['web/a.ts', ['workers/b.ts']],
-    ['workers/b.ts', ['web/c.ts']],
-    ['web/c.ts', ['web/a.ts']],
+    ['config/parsers.ts', ['forwarding/destination-board.ts']],
+    ['forwarding/destination-board.ts', []],
+    ['receiver/a.ts', ['worker/b.ts']],
+    ['worker/b.ts', ['receiver/c.ts']],
+    ['receiver/c.ts', ['receiver/a.ts']],
+    ['storage/s3/d.ts', ['receiver/a.ts']],
     ['nowhere/x.ts', []],
   ]);
   expect(importsUp(bent)).toEqual([
-    'config/parsers.ts → forward/destinations.ts',
+    'config/parsers.ts → forwarding/destination-board.ts',
+    'storage/s3/d.ts → receiver/a.ts',
     'nowhere/x.ts: its folder is not in LAYERS',
   ]);
-  expect(circles(folderGraph(bent))).toEqual(['web → workers → web']);
-  expect(circles(bent)).toEqual(['web/a.ts → workers/b.ts → web/c.ts → web/a.ts']);
+  expect(circles(folderGraph(bent))).toEqual(['receiver → worker → receiver']);
+  expect(circles(bent)).toEqual(['receiver/a.ts → worker/b.ts → receiver/c.ts → receiver/a.ts']);
 });
 
 it('the core never reaches the provider client or the sandbox', () => {
-  const core = ['http', 'webhooks', 'queue', 'workers', 'pipeline', 'forward', 'web'];
+  const core = ['http-server', 'provider-spec', 'queue', 'receiver', 'worker', 'forwarding'];
   for (const folder of core) expect(rank(folder)).toBeLessThan(rank('provider'));
   expect(rank('provider')).toBe(rank('sandbox'));
 });

@@ -1,4 +1,4 @@
-import { createLiveness, type LivenessOptions } from '../../src/workers/liveness';
+import { createLiveness, type LivenessOptions } from '../../src/worker/liveness';
 
 /** A liveness on a clock the test moves, with `ready` jobs waiting in Redis. */
 function setup(overrides: Partial<LivenessOptions> = {}) {

@@ -1,6 +1,6 @@
-import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../../src/webhooks/json-depth';
-import { parseEvent } from '../../src/webhooks/parse-event';
-import { sampleDelivery } from '../../src/webhooks/sample-delivery';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../../src/provider-spec/json-depth';
+import { parseEvent } from '../../src/provider-spec/parse-event';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 
 const bytes = (value: unknown) =>
   Buffer.from(typeof value === 'string' ? value : JSON.stringify(value));

@@ -4,7 +4,7 @@ import {
   classifyStoreError,
   StorageUnavailableError,
   UnstorableDeliveryError,
-} from '../../src/queue/store-errors';
+} from '../../src/receiver/enqueue-errors';
 import { connectionLog, isConnectionError } from '../../src/redis/watch-redis';
 
 describe('classifyStoreError', () => {

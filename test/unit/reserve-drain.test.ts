@@ -1,4 +1,4 @@
-import { drainInReserve } from '../../src/pipeline/reserve-drain';
+import { drainInReserve } from '../../src/worker/reserve-drain';
 import type { HoldReason } from '../../src/redis/write-gate';
 
 /** A gate whose state the test sets, and a worker that records what it was told. */

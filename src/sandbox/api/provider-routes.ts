@@ -5,7 +5,7 @@ import { synthesizeWav } from '../audio/synthesize-wav.js';
 import { ApiError } from './api-error.js';
 import type { SandboxApiDeps } from './sandbox-api-deps.js';
 import type { ApiKey } from './keys.js';
-import { SPEC_LIMITS, type Endpoint } from '../../spec/rate-limits.js';
+import { SPEC_LIMITS, type Endpoint } from '../../provider-spec/rate-limits.js';
 import { batchRequest, firstProblem, ttsRequest, voiceConvertRequest, VOICES } from './schemas.js';
 
 const sendWav = (res: Response, wav: Buffer) => {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisConnection } from '../../redis/connections.js';
-import { SPEC_LIMITS, type Endpoint } from '../../spec/rate-limits.js';
+import { SPEC_LIMITS, type Endpoint } from '../../provider-spec/rate-limits.js';
 
 export type Admission =
   { readonly admitted: true } | { readonly admitted: false; readonly waitMs: number };

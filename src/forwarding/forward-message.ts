@@ -1,0 +1,59 @@
+import type { FilterableMessage } from '../config/message-filter.js';
+import type { AudioMetadata } from '../storage/audio-store.js';
+import type { Delivery } from '../provider-spec/delivery.js';
+import { jsonMember } from '../provider-spec/json-member.js';
+
+/** Where an item that stored audio is, and what it holds: the message's `stored`. */
+export interface StoredItem {
+  /** The stored name in the audio store (a file under AUDIO_DIR, an object under S3_PREFIX). */
+  readonly name: string;
+  readonly bytes: number;
+  readonly sha256: string;
+  readonly content_type: string;
+}
+
+/**
+ * What every destination receives for one handled delivery (docs/forwarding.md): `body` is the
+ * JSON `{type, id, timestamp, data, stored?}`; `type` and `id` say which item it is.
+ */
+export interface ForwardMessage {
+  readonly type: string;
+  /** data.id, as sent. */
+  readonly id: string;
+  readonly body: string;
+  /** What a destination's filter is matched against: the body's fields, parsed. */
+  readonly fields: FilterableMessage;
+}
+
+/**
+ * The message for a delivery handled at `handledAt`, `stored` when its handling stored audio.
+ * `data` is the text the provider sent (`sent`, the delivery's body), not a re-serialised copy.
+ */
+export function forwardMessage(
+  delivery: Delivery,
+  sent: string | undefined,
+  handledAt: Date,
+  stored: AudioMetadata | undefined,
+): ForwardMessage {
+  const data =
+    (sent === undefined ? undefined : jsonMember(sent, 'data')) ?? JSON.stringify(delivery.data);
+  const item: StoredItem | undefined =
+    stored === undefined
+      ? undefined
+      : {
+          name: stored.file,
+          bytes: stored.bytes,
+          sha256: stored.sha256,
+          content_type: stored.content_type,
+        };
+  const timestamp = handledAt.toISOString();
+  const body = `{"type":${JSON.stringify(delivery.event)},"id":${JSON.stringify(delivery.data.id)},"timestamp":${JSON.stringify(timestamp)},"data":${data}${item === undefined ? '' : `,"stored":${JSON.stringify(item)}`}}`;
+  const fields: FilterableMessage = {
+    type: delivery.event,
+    id: delivery.data.id,
+    timestamp,
+    data: delivery.data,
+    ...(item === undefined ? {} : { stored: item }),
+  };
+  return { type: delivery.event, id: delivery.data.id, body, fields };
+}

@@ -1,0 +1,69 @@
+import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
+import { payloadTooBigToKeep } from '../queue/delivery-queue.js';
+import type { ForwardJobData } from './forward-queue.js';
+import { attemptDestination } from './attempt-destination.js';
+import {
+  logFailures,
+  pendingData,
+  settleAttempts,
+  type SendForwardDeps,
+} from './settle-attempts.js';
+
+/**
+ * One run of a forward job: the message goes to every destination still pending and due at once
+ * (attempt-destination.ts), so one that is down, paused or rate-limited holds up none of the
+ * others, and one that failed waits its own backoff (settle-attempts.ts). Those that took it are dropped from the job. Each destination counts its own attempts
+ * (its `attempts`, else FORWARD_ATTEMPTS); a hold or a deferral counts none. A destination out
+ * of attempts, held past FORWARD_HOLD_SECONDS, or refusing for good is given up while the
+ * others go on; once nothing else is left the job fails for good, naming every destination that
+ * did not take it, so `retry <jobId>` sends to each of them again. Otherwise the job waits
+ * (BullMQ's moveToDelayed: no attempt of BullMQ's counted) until the first destination is due.
+ */
+export async function sendForward(
+  job: Job<ForwardJobData>,
+  token: string | undefined,
+  deps: SendForwardDeps,
+): Promise<void> {
+  const { destinations, messageId, body } = job.data;
+  const now = Date.now();
+  const pending = destinations.filter((name) => !(name in (job.data.refused ?? {})));
+  // One that failed is tried after its own backoff, not whenever another wakes the job; a job
+  // woken before any is due (promoted by hand, from a dashboard) tries them all.
+  const due = pending.filter((name) => (job.data.due?.[name] ?? 0) <= now);
+  const tried = due.length > 0 ? due : pending;
+  const resting = pending.filter((name) => !tried.includes(name));
+  const outcomes = await Promise.all(
+    tried.map((name) => attemptDestination(name, job.id ?? '', { id: messageId, body }, deps)),
+  );
+  const settled = settleAttempts(tried, outcomes, job.data, deps, resting);
+  const { waiting, givenUp, progress, dueAt, heldDone } = settled;
+  await Promise.all(heldDone.map((name) => deps.control.release(name, job.id ?? '')));
+  if (waiting.length === 0 && Object.keys(givenUp).length === 0) {
+    // Sent everywhere: the job is removed (forward-at-once.ts). One queued by an earlier version
+    // is kept an hour, and what it keeps is not the message.
+    if (job.opts.removeOnComplete !== true && payloadTooBigToKeep(body)) {
+      await job.updateData({ messageId, destinations: [], body: '' });
+    }
+    return;
+  }
+  if (waiting.length === 0) {
+    await job.updateData({
+      messageId,
+      body,
+      destinations: Object.keys(givenUp),
+      reasons: givenUp,
+      // For `failures`; not `tries`, so that `retry` starts each destination's attempts afresh.
+      attempted: Object.fromEntries(progress.tries),
+    });
+    throw new UnrecoverableError(summary(givenUp));
+  }
+  logFailures(tried, outcomes, { jobId: job.id, event: job.name, messageId }, deps);
+  await job.updateData(pendingData(job.data, settled));
+  await job.moveToDelayed(dueAt, token);
+  throw new DelayedError();
+}
+
+const summary = (reasons: Readonly<Record<string, string>>) =>
+  Object.entries(reasons)
+    .map(([name, reason]) => `${name}: ${reason}`)
+    .join('; ');

@@ -1,0 +1,256 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import type { AppViewRoute } from '@bull-board/api/typings/app';
+import { ExpressAdapter } from '@bull-board/express';
+import { Router, type Request, type RequestHandler } from 'express';
+import { contentSecurityPolicy } from 'helmet';
+import type { Logger } from 'pino';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { guessKey } from './guess-key.js';
+import { createForwardQueue } from '../forwarding/forward-queue.js';
+import type { DeliveryQueue } from '../queue/delivery-queue.js';
+import type { RedisConnection } from '../redis/connections.js';
+
+export const ADMIN_PATH = '/admin/queues';
+export const ADMIN_USER = 'admin';
+const REALM = 'Basic realm="audio-webhooks dashboard", charset="UTF-8"';
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Wrong passwords one client address may try per window, counted across every process. */
+export const DASHBOARD_GUESSES = { points: 10, windowSeconds: 15 * 60 } as const;
+/** A dashboard request that has not been answered by then gets 503 (Redis stalled, say). */
+const DASHBOARD_DEADLINE_MS = 10_000;
+
+export interface DashboardOptions {
+  readonly password: string;
+  /** No retry, remove, clean, pause or add: the board only shows. */
+  readonly readOnly: boolean;
+  readonly queue: DeliveryQueue;
+  /** Where wrong passwords are counted: shared by every receiver process and replica. */
+  readonly redis: RedisConnection;
+  /** Key prefix of the counts (QUEUE_PREFIX). */
+  readonly prefix: string;
+  readonly logger: Logger;
+}
+
+/**
+ * bull-board at /admin/queues behind HTTP Basic auth. Layers, in order:
+ * 1. a deadline: whatever Redis does, a dashboard request is answered;
+ * 2. guesses are counted in Redis, per client address (an IPv6 client per /64: guess-key.ts), by
+ *    rate-limiter-flexible (one atomic script per attempt, any topology, and it lets us count only
+ *    what we choose: express-rate-limit counts requests and un-counts successes after the answer,
+ *    which parallel guesses outrun). The address is `req.ip`: on INTERNAL_PORT the connecting
+ *    socket's, since that app trusts no proxy (receiver.ts), so a client that rotates
+ *    X-Forwarded-For still spends one budget; on a shared PORT, the one TRUST_PROXY's proxies name.
+ *    Every attempt that carries credentials takes one of the 10 slots BEFORE its password is
+ *    judged, and a right password gives it back: so however many arrive at once, at most 10 wrong
+ *    ones per 15 minutes are ever judged, and past that every attempt gets 429 with Retry-After,
+ *    the right password included. A request without credentials is not counted: browsers send
+ *    each new path bare first and add the credentials after the 401 challenge;
+ * 3. Basic auth, compared in constant time, a wrong password logged without the password;
+ * 4. changes: refused outright when read-only; otherwise only from the dashboard's own page
+ *    (Origin must name this host). Basic credentials ride along on every request the browser
+ *    makes, a forged form post from another site included, so the Origin check is the CSRF
+ *    defence (OWASP's "verify origin with standard headers"; bull-board has no token of its own).
+ * The page asks nothing of any other origin (OwnOriginAdapter, OWN_ORIGIN_POLICY).
+ */
+export function adminDashboard(options: DashboardOptions): Router {
+  const board = new OwnOriginAdapter().setBasePath(ADMIN_PATH);
+  // Built here, not passed in, so it is shown whether or not this process forwards: the web
+  // role often has no FORWARD_URLS. It borrows the receiver's connection, as the deliveries
+  // queue does, so it opens nothing of its own to close.
+  const forwards = createForwardQueue(options.redis, options.prefix);
+  forwards.on('error', (error: unknown) => {
+    options.logger.debug({ err: error }, 'forward queue error (dashboard)');
+  });
+  createBullBoard({
+    queues: [options.queue, forwards].map(
+      (queue) => new BullMQAdapter(queue, { readOnlyMode: options.readOnly }),
+    ),
+    serverAdapter: board,
+    options: { uiConfig: { boardTitle: 'audio-webhooks' } },
+  });
+  const guesses = new RateLimiterRedis({
+    storeClient: options.redis,
+    keyPrefix: `${options.prefix}:dashboard-guesses`,
+    points: DASHBOARD_GUESSES.points,
+    duration: DASHBOARD_GUESSES.windowSeconds,
+  });
+  const router = Router();
+  router.use(
+    ADMIN_PATH,
+    deadline(DASHBOARD_DEADLINE_MS),
+    OWN_ORIGIN_POLICY,
+    basicAuth(options.password, guesses, options.logger),
+    changesAllowed(options.readOnly),
+    board.getRouter() as RequestHandler,
+  );
+  return router;
+}
+
+/**
+ * A `<link>` to another origin. bull-board's page (@bull-board/ui 9.10, dist/index.ejs) links a
+ * Google Fonts stylesheet for IBM Plex: a request to a third party from every operator who opens
+ * the board, and, where egress is closed, a render-blocking stylesheet that hangs the page. Its
+ * stylesheet's font stacks fall back to the system's fonts (system-ui, ui-monospace).
+ */
+const OUTSIDE_LINK = /<link\b[^>]*\bhref="(?:[a-z][a-z\d+.-]*:)?\/\/[^"]*"[^>]*>\s*/gi;
+
+/**
+ * bull-board's Express adapter, whose page leaves out links to other origins. bull-board has
+ * no option for its template's font link (its `uiBasePath` swaps the whole UI folder, and a
+ * copied template would name the hashed script files of one release), so the entry route
+ * renders the package's own template and drops the link; the rest is bull-board's route as is.
+ */
+class OwnOriginAdapter extends ExpressAdapter {
+  override setEntryRoute(route: AppViewRoute): ExpressAdapter {
+    this.app[route.method](route.route, (_req, res, next) => {
+      const { name, params } = route.handler({ basePath: this.basePath, uiConfig: this.uiConfig });
+      res.render(name, params, (error: Error | null, html: string) => {
+        if (error !== null) {
+          next(error);
+          return;
+        }
+        res.send(html.replace(OUTSIDE_LINK, ''));
+      });
+    });
+    return this;
+  }
+}
+
+/**
+ * The dashboard's Content-Security-Policy, in place of helmet's default the app sets: that one
+ * lets styles and fonts come from any https: host, which is how the font link above got through.
+ * Here nothing may come from elsewhere, so a link a later bull-board adds is refused, not
+ * fetched. Inline styles stay allowed: the template and React set them, and what a style loads
+ * (fonts, images) still falls under default-src. No upgrade-insecure-requests (helmet's default
+ * has it): on a plain-HTTP INTERNAL_PORT reached by name, Chromium then asked for the page's own
+ * scripts over https, where nothing answers, and the board stayed blank.
+ */
+const OWN_ORIGIN_POLICY = contentSecurityPolicy({
+  useDefaults: false,
+  directives: {
+    defaultSrc: ["'self'"],
+    baseUri: ["'self'"],
+    styleSrc: ["'self'", "'unsafe-inline'"],
+    objectSrc: ["'none'"],
+    scriptSrcAttr: ["'none'"],
+    formAction: ["'self'"],
+    frameAncestors: ["'none'"],
+  },
+});
+
+function deadline(ms: number): RequestHandler {
+  return (_req, res, next) => {
+    const timer = setTimeout(() => {
+      if (!res.headersSent)
+        res.status(503).json({ detail: 'the dashboard did not answer in time' });
+    }, ms);
+    res.on('close', () => {
+      clearTimeout(timer);
+    });
+    next();
+  };
+}
+
+const digest = (value: string) => createHash('sha256').update(value).digest();
+
+function basicAuth(password: string, guesses: RateLimiterRedis, logger: Logger): RequestHandler {
+  // Hashing both sides gives equal lengths, so timingSafeEqual leaks neither length nor content.
+  const expected = digest(`${ADMIN_USER}:${password}`);
+  const challenge = (res: Parameters<RequestHandler>[1]) => {
+    res.setHeader('WWW-Authenticate', REALM);
+    res.status(401).json({ detail: 'dashboard credentials required' });
+  };
+  return async (req, res, next) => {
+    const credentials = basicCredentials(req);
+    const client = guessKey(req.ip);
+    if (credentials === undefined && req.headers.authorization === undefined) {
+      // A bare request is the first half of every browser login: not a guess.
+      logger.debug({ ip: client, path: req.originalUrl.slice(0, 200) }, 'dashboard login asked');
+      challenge(res);
+      return;
+    }
+    try {
+      await guesses.consume(client);
+    } catch (refusal: unknown) {
+      if (refusal instanceof RateLimiterRes) {
+        const seconds = Math.max(1, Math.ceil(refusal.msBeforeNext / 1000));
+        res.setHeader('Retry-After', String(seconds));
+        res.status(429).json({
+          detail: `too many wrong dashboard passwords from this address; try again in ${seconds} s`,
+        });
+        return;
+      }
+      logger.error({ err: refusal }, 'cannot count dashboard logins: Redis unavailable');
+      res.status(503).json({ detail: 'the dashboard is unavailable: Redis does not answer' });
+      return;
+    }
+    if (credentials !== undefined && timingSafeEqual(digest(credentials), expected)) {
+      // The slot taken above was not a wrong guess: give it back.
+      guesses.reward(client).catch((error: unknown) => {
+        logger.warn({ err: error }, 'could not return a dashboard login slot');
+      });
+      next();
+      return;
+    }
+    const user = credentials?.slice(0, credentials.indexOf(':'));
+    logger.warn(
+      {
+        ip: client,
+        method: req.method,
+        path: req.originalUrl.slice(0, 200),
+        // The user name helps spot a misconfigured client; the password never appears.
+        user: user === undefined ? undefined : JSON.stringify(user.slice(0, 64)),
+        reason: credentials === undefined ? 'malformed credentials' : 'wrong credentials',
+      },
+      'dashboard login failed',
+    );
+    challenge(res);
+  };
+}
+
+/** `user:password` from `Authorization: Basic …`, or undefined when absent or malformed. */
+function basicCredentials(req: Request): string | undefined {
+  const header = req.headers.authorization;
+  const match = header === undefined ? null : /^Basic ([A-Za-z0-9+/]+=*)$/i.exec(header);
+  if (match?.[1] === undefined || match[1].length > 1024) return undefined;
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  return decoded.includes(':') ? decoded : undefined;
+}
+
+function changesAllowed(readOnly: boolean): RequestHandler {
+  return (req, res, next) => {
+    if (SAFE_METHODS.has(req.method)) {
+      next();
+      return;
+    }
+    if (readOnly) {
+      res.status(403).json({ detail: 'the dashboard is read-only (ADMIN_READ_ONLY=true)' });
+      return;
+    }
+    if (!sameOrigin(req)) {
+      res.status(403).json({ detail: "changes are accepted only from the dashboard's own page" });
+      return;
+    }
+    next();
+  };
+}
+
+/** The browser's Origin names the host the request came to (scheme aside: TLS may end early). */
+function sameOrigin(req: Request): boolean {
+  const origin = req.headers.origin;
+  const host = req.headers.host;
+  if (origin === undefined || host === undefined) return false;
+  if (
+    req.headers['sec-fetch-site'] !== undefined &&
+    req.headers['sec-fetch-site'] !== 'same-origin'
+  )
+    return false;
+  try {
+    return new URL(origin).host === host.toLowerCase();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,234 @@
+import type { RequestListener } from 'node:http';
+import type { Telemetry } from 'bullmq';
+import express, { type Express } from 'express';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import { MethodNotAllowedError } from '../http-server/http-errors.js';
+import { errorHandler, notFound } from '../http-server/error-handler.js';
+import { createDeliveryQueue, type DeliveryQueue } from '../queue/delivery-queue.js';
+import { createDeliveryStore } from './enqueue-delivery.js';
+import { boundedJobCounts } from '../jobs/job-counts.js';
+import {
+  createWebRedis,
+  redisTarget,
+  topologyOf,
+  type RedisConnection,
+} from '../redis/connections.js';
+import { watchRedis } from '../redis/watch-redis.js';
+import { WriteGate } from '../redis/write-gate.js';
+import { createMetrics, type Metrics } from '../telemetry/metrics.js';
+import { registerHoldGauge } from '../telemetry/redis-gauges.js';
+import { boundedOldestWaiting } from '../jobs/queue-readers.js';
+import { NO_CUSTOM_EVENTS, type CustomEvents } from '../hooks/custom-events.js';
+import type { DashboardOptions } from './admin-dashboard.js';
+import { clusterMetricsText } from './cluster-metrics.js';
+import { applyCommonMiddleware, setSecurityHeaders, startRequestLog } from './common-middleware.js';
+import { healthRoutes } from './health-routes.js';
+import { webhookRoute, type PlainHandler } from './webhook-route.js';
+
+export interface Receiver {
+  /** What PORT's server runs: the webhook's fast path in front of `app`. */
+  readonly listener: RequestListener;
+  /** The Express app behind `listener` (the path's other spellings, probes, and so on). */
+  readonly app: Express;
+  /** What INTERNAL_PORT serves (metrics, dashboard, probes); absent when it is unset. */
+  readonly internal?: Express;
+  readonly queue: DeliveryQueue;
+  /** The fail-fast connection the queue and /readyz share. */
+  readonly redis: RedisConnection;
+  readonly metrics: Metrics;
+  /** Closes the queue and the Redis connection (after the HTTP server has stopped). */
+  close(): Promise<void>;
+}
+
+export interface ReceiverOptions {
+  /**
+   * True once shutdown began: /readyz answers 503 so the load balancer stops sending.
+   * @defaultValue never
+   */
+  readonly isShuttingDown?: () => boolean;
+  /** bullmq-otel, when tracing is on. @defaultValue none */
+  readonly telemetry?: Telemetry | undefined;
+  /**
+   * A process of a WEB_CONCURRENCY cluster: /metrics serves the sum over every process.
+   * @defaultValue false
+   */
+  readonly inCluster?: boolean;
+  /** The fork's own events (src/custom/events.ts). @defaultValue none */
+  readonly customEvents?: CustomEvents;
+}
+
+/** Which doors an app serves: one port for everything, or the public and internal ones apart. */
+type Surface = 'all' | 'public' | 'internal';
+
+/**
+ * The HTTP half, wired as ROLE=web runs it (main.ts, the tests, the benchmark): the Redis
+ * connection, the queue, the metrics and the HTTP stack. It does not wait for Redis: deliveries
+ * get 503 and /readyz says not ready until the connection is up, and it comes up on its own
+ * when Redis returns.
+ *
+ * `listener` sends a POST to exactly WEBHOOK_PATH (the provider's every delivery) straight to
+ * the webhook handler, after the same security headers and log line Express's common middleware
+ * gives every other request; everything else, including the path's other spellings Express also
+ * routes there (a trailing slash, other letter case), goes through `app`. Express's routing and
+ * response helpers were a tenth of the receiver's CPU per delivery in a profile
+ * (docs/performance-history.md); the answers are the same bytes either way.
+ */
+export function createReceiver(
+  config: Config,
+  logger: Logger,
+  {
+    isShuttingDown = () => false,
+    telemetry,
+    inCluster = false,
+    customEvents = NO_CUSTOM_EVENTS,
+  }: ReceiverOptions = {},
+): Receiver {
+  const redis = createWebRedis(config);
+  watchRedis(redis, logger, 'web', redisTarget(config));
+  const gate = new WriteGate(redis, {
+    logger,
+    name: 'web',
+    probeKey: `${config.queuePrefix}:write-probe`,
+    reservePercent: config.redisMemoryReservePercent,
+  }).start();
+  const queue = createDeliveryQueue({ connection: redis, prefix: config.queuePrefix, telemetry });
+  queue.on('error', (error: unknown) => {
+    logger.debug({ err: error }, 'queue error');
+  });
+  // Read only when /metrics is scraped: a delivery's path does none of it.
+  const metrics = createMetrics({
+    jobCounts: boundedJobCounts(queue, redis),
+    oldestWaiting: boundedOldestWaiting(queue, redis),
+    redis,
+  });
+  registerHoldGauge([metrics.registry], () => gate.holding);
+  const webhook = webhookRoute({
+    config,
+    logger,
+    metrics,
+    customEvents,
+    store: createDeliveryStore(queue, redis, config, gate),
+  });
+  const { registry } = metrics;
+  const metricsText = inCluster ? clusterMetricsText(registry) : () => registry.metrics();
+  const parts: AppParts = {
+    config,
+    logger,
+    redis,
+    gate,
+    webhook,
+    isShuttingDown,
+    metrics: { contentType: registry.contentType, text: metricsText },
+    dashboard: dashboardOptions(config, queue, redis, logger),
+  };
+  const split = config.internalPort !== undefined;
+  const app = buildApp(parts, split ? 'public' : 'all');
+  return {
+    app,
+    listener: fastPath(config.webhookPath, logger, webhook, app),
+    ...(split ? { internal: buildApp(parts, 'internal') } : {}),
+    queue,
+    redis,
+    metrics,
+    async close() {
+      gate.stop();
+      await queue.close();
+      // quit() needs a live connection; during an outage there is nothing left to flush.
+      await redis.quit().catch(() => {
+        redis.disconnect();
+      });
+    },
+  };
+}
+
+function fastPath(
+  path: string,
+  logger: Logger,
+  webhook: PlainHandler,
+  app: Express,
+): RequestListener {
+  const withQuery = `${path}?`;
+  return (req, res) => {
+    const url = req.url ?? '';
+    if (req.method === 'POST' && (url === path || url.startsWith(withQuery))) {
+      setSecurityHeaders(res);
+      startRequestLog(logger, req, res);
+      webhook(req, res).catch((error: unknown) => {
+        // The handler answers its own errors; this is for a defect in that answer itself.
+        logger.error({ err: error }, 'unhandled error');
+        res.destroy();
+      });
+      return;
+    }
+    app(req, res);
+  };
+}
+
+interface AppParts {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly redis: RedisConnection;
+  readonly gate: WriteGate;
+  readonly webhook: PlainHandler;
+  readonly isShuttingDown: () => boolean;
+  readonly metrics: { readonly contentType: string; readonly text: () => Promise<string> };
+  readonly dashboard: DashboardOptions | undefined;
+}
+
+function buildApp(parts: AppParts, surface: Surface): Express {
+  const { config, logger, redis, webhook } = parts;
+  const app = express();
+  app.set('trust proxy', surface === 'internal' ? false : config.trustProxy);
+  applyCommonMiddleware(app, logger);
+  if (surface !== 'internal') {
+    // The hot path first: a delivery does not walk past the probes' and the dashboard's routes.
+    app.post(config.webhookPath, webhook);
+    app.all(config.webhookPath, () => {
+      throw new MethodNotAllowedError('POST');
+    });
+  }
+  app.use(
+    healthRoutes({
+      redis,
+      gate: parts.gate,
+      isShuttingDown: parts.isShuttingDown,
+      topology: topologyOf(config),
+      namePrimary: surface === 'internal',
+      ...(surface === 'public' ? {} : { metrics: parts.metrics }),
+    }),
+  );
+  if (parts.dashboard !== undefined && surface !== 'public') {
+    app.use(loadDashboard()(parts.dashboard));
+  }
+  app.use(notFound);
+  app.use(errorHandler(logger));
+  return app;
+}
+
+function dashboardOptions(
+  config: Config,
+  queue: DeliveryQueue,
+  redis: RedisConnection,
+  logger: Logger,
+): DashboardOptions | undefined {
+  if (config.adminPassword === undefined) return undefined;
+  return {
+    password: config.adminPassword,
+    readOnly: config.adminReadOnly,
+    queue,
+    redis,
+    prefix: config.queuePrefix,
+    logger,
+  };
+}
+
+/**
+ * bull-board is loaded only when the dashboard is on: importing it cost 115–125 ms of start-up
+ * in every receiver process. A synchronous require, not import(): the build is CommonJS, and a
+ * dynamic import would make the app's construction asynchronous for one optional route.
+ */
+function loadDashboard(): typeof import('./admin-dashboard.js').adminDashboard {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- deferred on purpose (above)
+  return (require('./admin-dashboard.js') as typeof import('./admin-dashboard.js')).adminDashboard;
+}

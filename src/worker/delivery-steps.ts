@@ -1,0 +1,48 @@
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config/config.js';
+import { startForwarding } from '../forwarding/start-forwarding.js';
+import type { RedisConnection } from '../redis/connections.js';
+import type { WriteGate } from '../redis/write-gate.js';
+import { dispatch } from './dispatch.js';
+import type { WorkerContext } from './worker-context.js';
+import { startArchiving } from '../archive/archive-deliveries.js';
+import type { DeliverySteps } from './run-delivery.js';
+
+/** The steps, and how to stop what they started (the archive's sweeps, forwarding's worker). */
+export interface RunningSteps extends DeliverySteps {
+  close(): Promise<void>;
+}
+
+/**
+ * The steps a worker process runs for each delivery (run-delivery.ts): the archive when
+ * ARCHIVE_RETENTION_HOURS keeps one and the store has one, the handlers, and forwarding when
+ * FORWARD_URLS names destinations.
+ */
+export function createDeliverySteps(
+  config: Config,
+  logger: Logger,
+  redis: RedisConnection,
+  context: WorkerContext,
+  shared: {
+    /** Where their metrics are shown (the worker's, and the receiver's with ROLE=all). */
+    readonly registries: readonly Registry[];
+    /** The worker's: a connection error is reported once, by state. */
+    readonly reportError: (error: unknown, msg: string) => void;
+    /** The process's: no job is taken while Redis refuses writes. */
+    readonly gate?: WriteGate | undefined;
+  },
+): RunningSteps {
+  const archiver = startArchiving(config, context.store, logger, shared.registries);
+  const forwarding = startForwarding(config, logger, redis, shared);
+  return {
+    archive: archiver === undefined ? undefined : (job) => archiver.record(job),
+    handle: (job) => dispatch(job, context),
+    forward:
+      forwarding === undefined ? undefined : (jobId, message) => forwarding.forward(jobId, message),
+    async close() {
+      archiver?.stop();
+      await forwarding?.close();
+    },
+  };
+}

@@ -1,0 +1,106 @@
+import { UnrecoverableError } from 'bullmq';
+import { inSpan } from '../telemetry/tracing.js';
+import type { Delivery } from '../provider-spec/delivery.js';
+import { isKnownEvent, webhookEventSchema, type WebhookEvent } from '../provider-spec/events.js';
+import { handleAudioFailed } from './handlers/audio-failed.js';
+import { handleAudioReady } from './handlers/audio-ready.js';
+import { handleKeyRevoked } from './handlers/key-revoked.js';
+import type { AudioMetadata } from '../storage/audio-store.js';
+import type { DeliveryInfo } from '../hooks/hook-context.js';
+import type { Hooks } from '../hooks/hooks.js';
+import type { HookContext } from '../hooks/hook-context.js';
+import type { StoredOutcome, WorkerContext } from './worker-context.js';
+
+/** A job's delivery and the facts of the job itself. */
+export interface DeliveryJob {
+  readonly delivery: Delivery;
+  readonly jobId: string;
+  readonly receivedAt: string;
+  /** Its `data` as the provider wrote it (DeliveryInfo's `dataText`). */
+  readonly dataText?: string;
+  /** 1 on the first run. */
+  readonly attempt: number;
+  /** No run of this job started before (not a retry, not taken over, not a replay). */
+  readonly firstRun?: boolean;
+  /** Put on the queue again by `replay`. */
+  readonly replay: boolean;
+}
+
+/** What a handled delivery gave: its handler's result, and the item it stored (the last, if several). */
+export interface Handled {
+  readonly result: unknown;
+  /** The stored item's metadata, for forwarding's `stored`; undefined when it stored none. */
+  readonly stored: AudioMetadata | undefined;
+}
+
+/**
+ * Runs one job: a built-in event by its handler, a custom one by its `handle`. Jobs normally
+ * come from our receiver, but a queue is an open door: the delivery is checked again here, and
+ * one that can never be handled fails at once instead of being retried.
+ */
+export async function dispatch(job: DeliveryJob, context: WorkerContext): Promise<Handled> {
+  const outcome: StoredOutcome = { stored: undefined };
+  const result = await run(job, context, outcome);
+  return { result, stored: outcome.stored };
+}
+
+function run(job: DeliveryJob, context: WorkerContext, outcome: StoredOutcome): Promise<unknown> {
+  const { delivery } = job;
+  const id: unknown = (delivery as { readonly data?: { readonly id?: unknown } }).data?.id;
+  if (typeof id !== 'string') throw invalid(delivery.event, 'data.id is not a string');
+  const info: DeliveryInfo = {
+    jobId: job.jobId,
+    event: delivery.event,
+    id,
+    receivedAt: job.receivedAt,
+    ...(job.dataText === undefined ? {} : { dataText: job.dataText }),
+    attempt: job.attempt,
+    firstRun: job.firstRun ?? false,
+    replay: job.replay,
+  };
+  // The handler's own span: BullMQ's `process` span around it also holds its Redis calls.
+  return inSpan('webhook.handle', { 'webhook.event': delivery.event }, async () => {
+    if (isKnownEvent(delivery.event)) {
+      const parsed = webhookEventSchema.safeParse(delivery);
+      if (!parsed.success) throw invalid(delivery.event, parsed.error.message);
+      return handleBuiltIn(parsed.data, context.forDelivery(info, outcome), context.hooks);
+    }
+    const custom = context.customEvents.get(delivery.event);
+    if (custom === undefined) {
+      throw new UnrecoverableError(
+        `no handler for event ${JSON.stringify(delivery.event)} in this worker (is its src/custom/events.ts the receiver's?)`,
+      );
+    }
+    const parsed = custom.data.safeParse(delivery.data);
+    if (!parsed.success) throw invalid(delivery.event, parsed.error.message);
+    return custom.handle(
+      { event: delivery.event, data: parsed.data },
+      context.forDelivery(info, outcome),
+    );
+  });
+}
+
+function invalid(event: string, problems: string): UnrecoverableError {
+  return new UnrecoverableError(`job data is not a valid ${event} delivery: ${problems}`);
+}
+
+/**
+ * One handler per built-in event. The switch is exhaustive: add an event to
+ * `webhookEventSchema` and this file stops compiling until the new case is handled.
+ */
+function handleBuiltIn(event: WebhookEvent, context: HookContext, hooks: Hooks): Promise<unknown> {
+  switch (event.event) {
+    case 'audio.ready':
+      return handleAudioReady(event, context, hooks);
+    case 'audio.failed':
+      return handleAudioFailed(event, context, hooks);
+    case 'key.revoked':
+      return handleKeyRevoked(event, context, hooks);
+    default:
+      return assertNever(event);
+  }
+}
+
+function assertNever(event: never): never {
+  throw new Error(`no handler for event ${JSON.stringify(event)}`);
+}

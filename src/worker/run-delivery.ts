@@ -1,0 +1,104 @@
+import type { Job, Worker } from 'bullmq';
+import type { BatchedLine } from '../archive/archive.js';
+import type { ForwardMessage } from '../forwarding/forward-message.js';
+import { forwardMessage } from '../forwarding/forward-message.js';
+import {
+  deliveryOf,
+  handledData,
+  jobItemId,
+  payloadTooBigToKeep,
+  shownId,
+  type DeliveryJobData,
+} from '../queue/delivery-queue.js';
+import { jsonMember } from '../provider-spec/json-member.js';
+import type { DeliveryJob, Handled } from './dispatch.js';
+
+/** The steps after a delivery is taken, in the order runDelivery runs them. */
+export interface DeliverySteps {
+  /**
+   * Starts archiving it for replay while it is handled; `written()`, called once the job waits
+   * for it, rejects when it could not be archived (the job is retried). Undefined: the archive
+   * is off.
+   */
+  readonly archive: ((job: DeliveryJob) => BatchedLine) | undefined;
+  /** Runs its handler (dispatch): what the handler returned, and the item it stored. */
+  readonly handle: (job: DeliveryJob) => Promise<Handled>;
+  /**
+   * Sends the message to its destinations, at once where it can, else by the forward queue.
+   * Undefined: FORWARD_URLS names no destination.
+   */
+  readonly forward: ((jobId: string, message: ForwardMessage) => Promise<void>) | undefined;
+}
+
+/**
+ * One delivery job, top to bottom: archive (alongside), handle, forward what handling stored,
+ * then keep a record of the job in place of its payload. A job that throws is retried by
+ * BullMQ and runs these steps again: a download finds its audio stored, a forward job that
+ * exists is not added twice.
+ */
+export async function runDelivery(
+  job: Job<DeliveryJobData>,
+  steps: DeliverySteps,
+): Promise<unknown> {
+  const delivery = deliveryOf(job.data);
+  // Handled already: its worker died after the last step below, before BullMQ marked it.
+  if (delivery === undefined) return undefined;
+  const dataText = job.data.body === undefined ? undefined : jsonMember(job.data.body, 'data');
+  const taken: DeliveryJob = {
+    delivery,
+    jobId: job.id ?? '',
+    receivedAt: job.data.receivedAt,
+    ...(dataText === undefined ? {} : { dataText }),
+    attempt: job.attemptsMade + 1,
+    // A job taken over after its worker died keeps attemptsMade; attemptsStarted counts it.
+    firstRun: job.attemptsStarted <= 1 && job.data.replay === undefined,
+    replay: job.data.replay !== undefined,
+  };
+  // Archived while it is handled, not before: the archive never delays a delivery. The job ends
+  // only once its archive write has ended; one that failed fails the job after its handling and
+  // forwarding, and the retry finds both done: the audio stored, and `forwarded` set, so that a
+  // destination is not sent the message again for the archive's sake. Its failure is kept as a
+  // value, and waited for only once the job has nothing else to do: its batch need not linger
+  // for others from then on.
+  const archiving = steps.archive?.(taken);
+  const archived = () =>
+    archiving?.written().then(
+      () => undefined,
+      (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+    );
+  let handled: Handled;
+  try {
+    handled = await steps.handle(taken);
+    // A worker killed before the message is sent or queued leaves the job to run again, which
+    // finds the audio stored (no download) and forwards then.
+    if (job.data.forwarded !== true) {
+      await steps.forward?.(
+        taken.jobId,
+        forwardMessage(delivery, job.data.body, new Date(), handled.stored),
+      );
+    }
+  } catch (error: unknown) {
+    // The handling's failure is the one to report; the archive's is retried with it.
+    await archived();
+    throw error;
+  }
+  const notArchived = await archived();
+  if (notArchived !== undefined) {
+    if (steps.forward !== undefined && job.data.forwarded !== true) {
+      await job.updateData({ ...job.data, forwarded: true });
+    }
+    throw notArchived;
+  }
+  // Last: the completed job keeps a record, not the payload (the archive holds it, and the
+  // forward job when there is one). A 1.5 MB body left 22.6 MB in Redis when completed jobs kept it.
+  if (payloadTooBigToKeep(job.data.body)) await job.updateData(handledData(job.data, delivery));
+  return handled.result;
+}
+
+/** The BullMQ worker that runs delivery jobs. */
+export type DeliveryWorker = Worker<DeliveryJobData>;
+
+/** What a "job failed" line says of a delivery job: the item, not only the job. */
+export function describeDeliveryJob(job: Job<DeliveryJobData>): Record<string, unknown> {
+  return { id: shownId(jobItemId(job.data) ?? '') };
+}

@@ -1,0 +1,169 @@
+import type { Telemetry } from 'bullmq';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config/config.js';
+import { queueReaders } from '../jobs/queue-readers.js';
+import { FORWARD_QUEUE } from '../forwarding/forward-queue.js';
+import { startJobWorker } from '../jobs/start-job-worker.js';
+import { createWorkerRedis, redisTarget } from '../redis/connections.js';
+import { isConnectionError, watchRedis } from '../redis/watch-redis.js';
+import { WriteGate } from '../redis/write-gate.js';
+import { createRegistry } from '../telemetry/metrics.js';
+import { registerHoldGauge } from '../telemetry/redis-gauges.js';
+import { registerStoreGauges } from './store-gauges.js';
+import { createWorkerMetrics } from './worker-metrics.js';
+import { createLiveness, type Liveness } from './liveness.js';
+import { createWorkerContext, type ContextOptions } from './worker-context.js';
+import { createDeliverySteps } from './delivery-steps.js';
+import { drainInReserve } from './reserve-drain.js';
+import { describeDeliveryJob, runDelivery, type DeliveryWorker } from './run-delivery.js';
+
+export interface WorkerOptions extends Omit<ContextOptions, 'metrics'> {
+  /** bullmq-otel, when tracing is on: each job's span joins the delivery's trace. @defaultValue none */
+  readonly telemetry?: Telemetry | undefined;
+  /**
+   * Another registry the worker's own metrics (jobs, downloads, store, archive, forwards) are
+   * shown on: with ROLE=all, the receiver's, so PORT's /metrics has them too. @defaultValue none
+   */
+  readonly alsoRegisterOn?: Registry | undefined;
+}
+
+export interface RunningWorkers {
+  readonly worker: DeliveryWorker;
+  /** Is the worker doing its job (not just alive)? WORKER_HEALTH_PORT's /healthz asks this. */
+  readonly liveness: Liveness;
+  /** What WORKER_HEALTH_PORT's /metrics shows: the worker's metrics, queue, Redis, process. */
+  readonly registry: Registry;
+  /** Stops taking jobs, waits for the active ones (not while Redis is down), closes connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * A worker process's wiring: its Redis connection, the handlers' context, the steps each
+ * delivery runs through (delivery-steps.ts, in the order of run-delivery.ts), the BullMQ worker
+ * that runs them, and what tells whether it works (liveness, /metrics).
+ */
+export async function startWorkers(
+  config: Config,
+  logger: Logger,
+  options: WorkerOptions = {},
+): Promise<RunningWorkers> {
+  const redis = createWorkerRedis(config);
+  const connection = watchRedis(redis, logger, 'worker', redisTarget(config));
+  // BullMQ repeats its connections' errors on the Queue and the Worker: an outage is logged
+  // once, by state, however many objects report it.
+  // A refused write (OOM, READONLY, LOADING, MISCONF) is a state too: the gate logs it once,
+  // holds the workers' intake, probes with backoff and lets them go on once Redis takes writes.
+  // The receivers stop at the reserve; halfway into it the delivery worker holds back while
+  // forwards wait (a delivery handled becomes forward messages and records before its body is
+  // freed) and otherwise drains one job at a time (reserve-drain.ts, docs/capacity.md).
+  const gate = new WriteGate(redis, {
+    logger,
+    name: 'worker',
+    probeKey: `${config.queuePrefix}:write-probe`,
+    reservePercent: config.redisMemoryReservePercent / 2,
+  }).start();
+  const reportError = (error: unknown, msg: string) => {
+    if (gate.refused(error)) return;
+    if (isConnectionError(error)) connection.down(error);
+    else logger.error({ err: error }, msg);
+  };
+  // For reads only (liveness, /metrics): shares the worker's connection.
+  const deliveries = queueReaders('deliveries', redis, config.queuePrefix, reportError);
+  const { counts } = deliveries;
+  const forwards = queueReaders(FORWARD_QUEUE, redis, config.queuePrefix, reportError);
+  const registry = createRegistry({
+    jobCounts: counts,
+    oldestWaiting: deliveries.oldestWaiting,
+    redis,
+  });
+  // The worker's own metrics go on its registry, and on the receiver's with ROLE=all.
+  const registries = [
+    registry,
+    ...(options.alsoRegisterOn === undefined ? [] : [options.alsoRegisterOn]),
+  ];
+  const metrics = createWorkerMetrics(registries);
+  // The worker's own /metrics only: with ROLE=all, PORT's /metrics shows the receiver's gate.
+  registerHoldGauge([registry], () => gate.holding);
+  // AUDIO_DIR's filesystem; a fork's own store (src/custom/store.ts) may keep audio elsewhere.
+  if (config.audioStore === 'local') registerStoreGauges(registries, config.audioDir);
+  const context = await createWorkerContext(config, logger, redis, {
+    hooks: options.hooks,
+    ...(options.customEvents === undefined ? {} : { customEvents: options.customEvents }),
+    store: options.store,
+    ca: options.ca,
+    metrics,
+  }).catch((error: unknown) => {
+    gate.stop();
+    redis.disconnect();
+    throw error;
+  });
+
+  const liveness = createLiveness({
+    stallMs: config.workerStallMs,
+    concurrency: config.workerConcurrency,
+    // Bounded: a probe that hangs on Redis gets the worker restarted for an outage.
+    readyJobs: async () => {
+      const ready = await counts('waiting', 'prioritized');
+      return (ready.waiting ?? 0) + (ready.prioritized ?? 0);
+    },
+    isPaused: () => worker.isPaused(),
+  });
+  const steps = createDeliverySteps(config, logger, redis, context, {
+    registries,
+    reportError,
+    gate,
+  });
+  const worker: DeliveryWorker = startJobWorker(
+    (job) => liveness.track(() => runDelivery(job, steps)),
+    {
+      queue: 'deliveries',
+      connection: redis,
+      prefix: config.queuePrefix,
+      telemetry: options.telemetry,
+      concurrency: config.workerConcurrency,
+      lockMs: config.workerLockMs,
+      policy: { attempts: config.downloadAttempts, backoffMs: config.downloadBackoffMs },
+      logger,
+      reportError,
+      gate,
+      // Under an evicting policy the receivers refuse; what is queued is still drained. In the
+      // reserve, drainInReserve decides.
+      holdsFor: (reason) => reason !== 'eviction_policy' && reason !== 'memory_reserve',
+      label: 'job',
+      whenFailed: 'kept for inspection (audio-webhooks failed)',
+      describe: describeDeliveryJob,
+      onRun: (job, outcome, seconds) => {
+        metrics.jobSeconds.observe({ event: job.name, outcome }, seconds);
+      },
+    },
+  );
+
+  const stopDraining = drainInReserve(worker, gate, async () => {
+    const waiting = await forwards.counts('waiting', 'prioritized', 'active', 'delayed');
+    return Object.values(waiting).reduce((sum, n) => sum + n, 0);
+  });
+
+  return {
+    worker,
+    liveness,
+    registry,
+    async close() {
+      // With Redis away no active job can finish (completing one is a Redis write), and a
+      // graceful close would wait for the shutdown deadline: leave them to the stalled-job check.
+      gate.stop();
+      stopDraining();
+      const redisDown = redis.status !== 'ready';
+      await worker.close(redisDown);
+      await steps.close();
+      await deliveries.close();
+      await forwards.close();
+      await context.dispatcher.close();
+      if (redisDown) redis.disconnect();
+      else
+        await redis.quit().catch(() => {
+          redis.disconnect();
+        });
+    },
+  };
+}
