@@ -58,7 +58,7 @@ module.exports = {
   testTimeout: 30000,
   // Most tests wait on Redis, brokers, child processes and timers rather than compute: three
   // workers on 2 cores finish the whole suite in about 60 % of one worker's time. Ports are
-  // each worker's own (test/helpers/private-redis.ts freePort), dist/ is built once by the
+  // each worker's own (harness/private-redis.ts freePort), dist/ is built once by the
   // global setup, and every test keeps to its own queue prefix or a private server.
   // (A number: given '150%' here, this Jest started far more than three workers.)
   maxWorkers: Math.max(1, Math.round(availableParallelism() * 1.5)),

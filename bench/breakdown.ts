@@ -1,5 +1,5 @@
-import type { LocalCdn } from '../test/helpers/local-cdn.js';
-import { startCollector, type ExportedSpan } from '../test/helpers/otlp-collector.js';
+import type { LocalCdn } from '../harness/local-cdn.js';
+import { startCollector, type ExportedSpan } from '../harness/otlp-collector.js';
 import { runEndToEnd } from './end-to-end.js';
 
 /** Mean milliseconds per downloaded file, by where the time went. */

@@ -3,9 +3,9 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { archivedEntries } from '../test/helpers/archive-entries.js';
-import type { LocalCdn } from '../test/helpers/local-cdn.js';
-import { freePort, startPrivateRedis } from '../test/helpers/private-redis.js';
+import { archivedEntries } from '../harness/archive-entries.js';
+import type { LocalCdn } from '../harness/local-cdn.js';
+import { freePort, startPrivateRedis } from '../harness/private-redis.js';
 import { cpuSecondsOf, postDeliveries, spawnService, stop, watchSettledJobs } from './lib.js';
 
 /** What one side of the pipeline asks of Redis, per delivery. */

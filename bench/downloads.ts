@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { request } from 'undici';
 import type { S3Settings } from '../src/storage/s3/s3-audio-store.js';
-import type { LocalCdn } from '../test/helpers/local-cdn.js';
+import type { LocalCdn } from '../harness/local-cdn.js';
 import { alternated, medianBy } from './lib.js';
 
 const MB = 1_000_000;

@@ -2,9 +2,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { archivedEntries } from '../test/helpers/archive-entries.js';
-import { freePort } from '../test/helpers/private-redis.js';
-import type { LocalCdn } from '../test/helpers/local-cdn.js';
+import { archivedEntries } from '../harness/archive-entries.js';
+import { freePort } from '../harness/private-redis.js';
+import type { LocalCdn } from '../harness/local-cdn.js';
 import { cpuSecondsOf, postDeliveries, spawnWholeService, stop, watchSettledJobs } from './lib.js';
 
 /** Audio files, metadata files and archive entries, each counted apart. */

@@ -1,8 +1,8 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LocalCdn } from '../test/helpers/local-cdn.js';
-import { startThreeDestinations } from '../test/helpers/forward-destinations.js';
+import type { LocalCdn } from '../harness/local-cdn.js';
+import { startThreeDestinations } from '../harness/forward-destinations.js';
 import { perSecond, runEndToEnd, type EndToEndResult } from './end-to-end.js';
 import { eventually } from '../src/util/eventually.js';
 import { alternated, medianBy, ratio } from './lib.js';

@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
-import { freePort } from '../test/helpers/private-redis.js';
+import { freePort } from '../harness/private-redis.js';
 import { sampleDelivery } from '../src/provider-spec/sample-delivery.js';
 import { signPayload } from '../src/provider-spec/sign-payload.js';
 

@@ -2,7 +2,7 @@ import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { startSandboxProcess } from '../test/helpers/sandbox-process.js';
+import { startSandboxProcess } from '../harness/sandbox-process.js';
 import { createProviderClient } from '../src/provider/create-provider-client.js';
 import { createKeyPool } from '../src/provider/key-pool.js';
 import { createRevocationRegistry } from '../src/records/revocation-registry.js';

@@ -11,7 +11,7 @@ import { dedupeKeys } from '../src/receiver/enqueue-delivery.js';
 import { createForwardQueue, forwardJobId } from '../src/forwarding/forward-queue.js';
 import { signPayload } from '../src/provider-spec/sign-payload.js';
 import { eventually } from '../src/util/eventually.js';
-import { freePort } from '../test/helpers/private-redis.js';
+import { freePort } from '../harness/private-redis.js';
 import { BENCH_SECRET, spawnService, stop } from './lib.js';
 
 /** The bytes one job's hash holds in Redis: every field's name and value. */

@@ -1,8 +1,8 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../test/helpers/private-redis.js';
-import { startSandboxProcess } from '../test/helpers/sandbox-process.js';
+import { freePort } from '../harness/private-redis.js';
+import { startSandboxProcess } from '../harness/sandbox-process.js';
 import { charactersForBytes } from '../src/sandbox/audio/synthesize-wav.js';
 import { BENCH_SECRET, spawnWholeService, stop, watchSettledJobs } from './lib.js';
 

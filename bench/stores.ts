@@ -6,7 +6,7 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import { startCephGateway } from '../src/dev/ceph-gateway.js';
-import type { LocalCdn } from '../test/helpers/local-cdn.js';
+import type { LocalCdn } from '../harness/local-cdn.js';
 import { runS3Downloads } from './downloads.js';
 import {
   perSecond,

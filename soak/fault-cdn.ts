@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startLocalCdn, type LocalCdn } from '../test/helpers/local-cdn.js';
+import { startLocalCdn, type LocalCdn } from '../harness/local-cdn.js';
 import { cdnContent, contentTypeOf } from './cdn-content.js';
 import type { CdnFile } from './traffic-plan.js';
 

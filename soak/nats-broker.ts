@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, nanos, StorageType } from 'nats';
-import { freePort } from '../test/helpers/private-redis.js';
+import { freePort } from '../harness/private-redis.js';
 import type { ForwardedMessage } from './observations.js';
 import { messageOf } from './received-message.js';
 

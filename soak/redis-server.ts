@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { freePort } from '../test/helpers/private-redis.js';
+import { freePort } from '../harness/private-redis.js';
 
 /**
  * A redis-server of the soak's own, on a free loopback port, its files in `dir`. The service's is

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { SandboxProcess } from '../test/helpers/sandbox-process.js';
+import type { SandboxProcess } from '../harness/sandbox-process.js';
 import { cdnContent, sha256Hex } from './cdn-content.js';
 import { wantsOf } from './destinations-config.js';
 import type { FaultCdn } from './fault-cdn.js';

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
-import { startLocalCdn, type LocalCdn } from './local-cdn';
+import { startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 import { spawnService, type ServiceProcess } from './spawn-service';
 import { deleteKeys, signed } from './test-receiver';
 

@@ -1,7 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { checkoutLeftovers } from './checkout-guard';
-import { HOW_TO_PROVIDE_REDIS, startPrivateRedis, type PrivateRedis } from './private-redis';
+import {
+  HOW_TO_PROVIDE_REDIS,
+  startPrivateRedis,
+  type PrivateRedis,
+} from '../../harness/private-redis';
 
 declare global {
   var privateRedis: PrivateRedis | undefined;

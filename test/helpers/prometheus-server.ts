@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { eventually } from '../../src/util/eventually';
-import { freePort } from './private-redis';
+import { freePort } from '../../harness/private-redis';
 
 /** One alert as GET /api/v1/alerts lists it. */
 export interface ActiveAlert {

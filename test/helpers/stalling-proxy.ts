@@ -1,5 +1,5 @@
 import { connect, createServer, type Socket } from 'node:net';
-import { freePort } from './private-redis';
+import { freePort } from '../../harness/private-redis';
 import { afterTest } from './after-test';
 
 export interface StallingProxy {

@@ -11,7 +11,7 @@ import type { AudioStore } from '../../src/storage/audio-store';
 import { createLocalAudioStore } from '../../src/storage/local/local-audio-store';
 import { createS3AudioStore } from '../../src/storage/s3/s3-audio-store';
 import { createAudioDownloader } from '../../src/worker/download-audio';
-import { startLocalCdn, type LocalCdn } from './local-cdn';
+import { startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 
 /** The kinds of store, for `describe.each`. */
 export const STORE_KINDS = ['local', 's3'] as const;

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:f
 import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 
 let cdn: LocalCdn;

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { parse } from 'yaml';
 import { afterTest } from '../helpers/after-test';
-import { freePort } from '../helpers/private-redis';
+import { freePort } from '../../harness/private-redis';
 import { spawnService } from '../helpers/spawn-service';
 
 const run = promisify(execFile);

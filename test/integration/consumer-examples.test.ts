@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { connect as amqpConnect, type Channel } from 'amqplib';
 import { connect as natsConnect } from 'nats';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { forwardSecret } from '../helpers/forward-destinations';
-import { freePort } from '../helpers/private-redis';
+import { forwardSecret } from '../../harness/forward-destinations';
+import { freePort } from '../../harness/private-redis';
 import { startTestPipeline } from '../helpers/test-pipeline';
 
 // docs/forwarding.md's consumers, run as a reader runs them (`node examples/consumers/…`), each

@@ -7,7 +7,7 @@ import { jobItemId } from '../../src/queue/delivery-queue';
 import { customEvents } from '../../src/hooks/custom-events';
 import { defineEvent } from '../../src/hooks/define-event';
 import type { HookContext } from '../../src/hooks/hook-context';
-import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 
 // A fork's events (the example voice.converted, and two of the test's own), received and handled

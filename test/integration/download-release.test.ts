@@ -4,7 +4,7 @@ import { createGuardedAgent } from '../../src/download/guarded-agent';
 import type { AudioStore } from '../../src/storage/audio-store';
 import { StorageError } from '../../src/storage/storage-errors';
 import { createAudioDownloader } from '../../src/worker/download-audio';
-import { startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 
 let cdn: LocalCdn;
 beforeAll(async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createDeliveryQueue } from '../../src/queue/delivery-queue';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { freePort } from '../helpers/private-redis';
+import { freePort } from '../../harness/private-redis';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
 

@@ -4,13 +4,13 @@ import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } f
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from '../helpers/private-redis';
+import { freePort } from '../../harness/private-redis';
 import {
   deliveredBy,
   eventually,
   startSandboxProcess,
   type SandboxProcess,
-} from '../helpers/sandbox-process';
+} from '../../harness/sandbox-process';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { copyOfRepository } from '../helpers/repository-copy';
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { startThreeDestinations, type ThreeDestinations } from '../helpers/forward-destinations';
+import { startThreeDestinations, type ThreeDestinations } from '../../harness/forward-destinations';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 import { deleteKeys } from '../helpers/test-receiver';
 

@@ -15,10 +15,10 @@ import {
   startHttpEndpoint,
   startThreeDestinations,
   type HttpEndpoint,
-} from '../helpers/forward-destinations';
-import { audio } from '../helpers/local-cdn';
+} from '../../harness/forward-destinations';
+import { audio } from '../../harness/local-cdn';
 import { forwardTestBed, postSigned } from '../helpers/forward-test-bed';
-import { freePort } from '../helpers/private-redis';
+import { freePort } from '../../harness/private-redis';
 import { startTestPipeline } from '../helpers/test-pipeline';
 import { deleteKeys, TEST_SECRET } from '../helpers/test-receiver';
 

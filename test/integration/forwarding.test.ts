@@ -19,11 +19,11 @@ import {
   startPrivateNats,
   type HttpEndpoint,
   type Received,
-} from '../helpers/forward-destinations';
-import { audio } from '../helpers/local-cdn';
+} from '../../harness/forward-destinations';
+import { audio } from '../../harness/local-cdn';
 import { forwardTestBed, postSigned } from '../helpers/forward-test-bed';
-import { freePort } from '../helpers/private-redis';
-import { deliveredBy, startSandboxProcess } from '../helpers/sandbox-process';
+import { freePort } from '../../harness/private-redis';
+import { deliveredBy, startSandboxProcess } from '../../harness/sandbox-process';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 import supertest from 'supertest';
 import { createTestReceiver, deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';

@@ -3,7 +3,7 @@ import http from 'node:http';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { freePort } from '../helpers/private-redis';
+import { freePort } from '../../harness/private-redis';
 import { spawnService } from '../helpers/spawn-service';
 import { deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
 

@@ -1,6 +1,6 @@
 import { request } from 'undici';
 import { createGuardedAgent, type Resolver } from '../../src/download/guarded-agent';
-import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
+import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 
 let cdn: LocalCdn;
 beforeAll(async () => {

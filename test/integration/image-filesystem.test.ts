@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, posix, relative } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { freePort } from '../helpers/private-redis';
+import { freePort } from '../../harness/private-redis';
 import { spawnService } from '../helpers/spawn-service';
 
 // The Dockerfile, built without a container engine (none runs here, nor in CI): each stage's

@@ -18,9 +18,9 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import ipaddr from 'ipaddr.js';
 import request from 'supertest';
-import { audio, startLocalCdn } from '../helpers/local-cdn';
-import { freePort } from '../helpers/private-redis';
-import { eventually } from '../helpers/sandbox-process';
+import { audio, startLocalCdn } from '../../harness/local-cdn';
+import { freePort } from '../../harness/private-redis';
+import { eventually } from '../../harness/sandbox-process';
 import { groupAlive, spawnService } from '../helpers/spawn-service';
 import { signed, TEST_SECRET } from '../helpers/test-receiver';
 

@@ -4,7 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
+import { freePort, startPrivateRedis, type PrivateRedis } from '../../harness/private-redis';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { signed, TEST_SECRET } from '../helpers/test-receiver';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';

@@ -9,9 +9,9 @@ import {
   forwardSecret,
   startHttpEndpoint,
   type HttpEndpoint,
-} from '../helpers/forward-destinations';
-import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
-import { freePort, startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
+} from '../../harness/forward-destinations';
+import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
+import { freePort, startPrivateRedis, type PrivateRedis } from '../../harness/private-redis';
 import {
   startPrometheus,
   type ActiveAlert,

@@ -10,7 +10,7 @@ import { events as exampleEvents } from '../../src/examples/events';
 import { customEvents } from '../../src/hooks/custom-events';
 import { serve } from '../../src/http-server/serve';
 import { createTestReceiver, deleteKeys, type TestReceiver } from '../helpers/test-receiver';
-import { freePort } from '../helpers/private-redis';
+import { freePort } from '../../harness/private-redis';
 import { copyOfRepository } from '../helpers/repository-copy';
 import { groupAlive } from '../helpers/spawn-service';
 

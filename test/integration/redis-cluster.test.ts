@@ -14,9 +14,9 @@ import { createReceiver, type Receiver } from '../../src/receiver/receiver';
 import { createLocalBlobArea } from '../../src/provider/local-blob-area';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { startWorkers } from '../../src/worker/start-workers';
-import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
-import { freePort, startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
-import { eventually, startSandboxProcess } from '../helpers/sandbox-process';
+import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
+import { freePort, startPrivateRedis, type PrivateRedis } from '../../harness/private-redis';
+import { eventually, startSandboxProcess } from '../../harness/sandbox-process';
 import { signed, TEST_SECRET, testConfig } from '../helpers/test-receiver';
 
 // Issue #12, test 3: a Redis Cluster of three primaries made with `redis-cli --cluster create`.

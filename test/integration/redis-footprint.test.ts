@@ -8,8 +8,8 @@ import {
   forwardSecret,
   startHttpEndpoint,
   type HttpEndpoint,
-} from '../helpers/forward-destinations';
-import { audio, startLocalCdn } from '../helpers/local-cdn';
+} from '../../harness/forward-destinations';
+import { audio, startLocalCdn } from '../../harness/local-cdn';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 import { deleteKeys } from '../helpers/test-receiver';
 

@@ -5,7 +5,7 @@ import { createLogger } from '../../src/telemetry/logger';
 import { startWorkers, type RunningWorkers } from '../../src/worker/start-workers';
 import { eventually } from '../../src/util/eventually';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
+import { startPrivateRedis, type PrivateRedis } from '../../harness/private-redis';
 import { spawnService } from '../helpers/spawn-service';
 import {
   createTestReceiver,

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { Pool } from 'undici';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { startPrivateRedis, whenReady, type PrivateRedis } from '../helpers/private-redis';
+import { startPrivateRedis, whenReady, type PrivateRedis } from '../../harness/private-redis';
 import { createTestReceiver, signed, type TestReceiver } from '../helpers/test-receiver';
 import { withDeadline } from '../../src/util/deadline';
 

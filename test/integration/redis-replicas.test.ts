@@ -5,8 +5,8 @@ import {
   startPrivateRedis,
   startPrivateSentinel,
   type PrivateRedis,
-} from '../helpers/private-redis';
-import { eventually } from '../helpers/sandbox-process';
+} from '../../harness/private-redis';
+import { eventually } from '../../harness/sandbox-process';
 import { createTestReceiver, signed, type TestReceiver } from '../helpers/test-receiver';
 
 // A primary with a replica of the tests' own (they are stopped and frozen on purpose).

@@ -18,16 +18,16 @@ import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { createArchive, hourFolder } from '../../src/archive/archive';
 import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
-import { archivedEntries } from '../helpers/archive-entries';
-import { forwardSecret, startHttpEndpoint } from '../helpers/forward-destinations';
-import { freePort } from '../helpers/private-redis';
+import { archivedEntries } from '../../harness/archive-entries';
+import { forwardSecret, startHttpEndpoint } from '../../harness/forward-destinations';
+import { freePort } from '../../harness/private-redis';
 import { hookCalls, recordingHooksBuild, runCliProcess } from '../helpers/replay-app';
 import {
   deliveredBy,
   eventually,
   startSandboxProcess,
   type SandboxProcess,
-} from '../helpers/sandbox-process';
+} from '../../harness/sandbox-process';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { signed } from '../helpers/test-receiver';
 

@@ -15,10 +15,10 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
-import { freePort } from '../helpers/private-redis';
+import { freePort } from '../../harness/private-redis';
 import { startCephGateway, type CephGateway } from '../../src/dev/ceph-gateway';
-import { audio, startLocalCdn, type LocalCdn, type Route } from '../helpers/local-cdn';
-import { deliveredBy, eventually, startSandboxProcess } from '../helpers/sandbox-process';
+import { audio, startLocalCdn, type LocalCdn, type Route } from '../../harness/local-cdn';
+import { deliveredBy, eventually, startSandboxProcess } from '../../harness/sandbox-process';
 import { spawnService } from '../helpers/spawn-service';
 import { startTestPipeline } from '../helpers/test-pipeline';
 import { createTestReceiver, signed } from '../helpers/test-receiver';

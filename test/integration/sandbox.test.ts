@@ -8,8 +8,12 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { runCli } from '../../src/cli/main';
 import { serve } from '../../src/http-server/serve';
-import { freePort } from '../helpers/private-redis';
-import { eventually, startSandboxProcess, type SandboxProcess } from '../helpers/sandbox-process';
+import { freePort } from '../../harness/private-redis';
+import {
+  eventually,
+  startSandboxProcess,
+  type SandboxProcess,
+} from '../../harness/sandbox-process';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { createTestReceiver, deleteKeys, type TestReceiver } from '../helpers/test-receiver';
 

@@ -7,8 +7,8 @@ import { dropConnection } from '../../src/redis/connections';
 import { withDeadline } from '../../src/util/deadline';
 import { startWorkers } from '../../src/worker/start-workers';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { startPrivateRedis, startPrivateSentinel, whenReady } from '../helpers/private-redis';
-import { eventually } from '../helpers/sandbox-process';
+import { startPrivateRedis, startPrivateSentinel, whenReady } from '../../harness/private-redis';
+import { eventually } from '../../harness/sandbox-process';
 import { createTestReceiver, signed, testConfig } from '../helpers/test-receiver';
 
 // Issue #12, tests 1 and 2: a Sentinel failover under load, with and without WAIT. Every

@@ -7,8 +7,8 @@ import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { withDeadline } from '../../src/util/deadline';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
-import { freePort } from '../helpers/private-redis';
+import { startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
+import { freePort } from '../../harness/private-redis';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
 

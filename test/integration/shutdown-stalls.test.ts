@@ -7,7 +7,7 @@ import { dedupeKeys } from '../../src/receiver/enqueue-delivery';
 import { eventually } from '../../src/util/eventually';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { afterTest } from '../helpers/after-test';
-import { freePort } from '../helpers/private-redis';
+import { freePort } from '../../harness/private-redis';
 import { spawnService } from '../helpers/spawn-service';
 import { startStallingProxy } from '../helpers/stalling-proxy';
 import { createTestReceiver, deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';

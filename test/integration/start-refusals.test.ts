@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { withDeadline } from '../../src/util/deadline';
-import { freePort } from '../helpers/private-redis';
+import { freePort } from '../../harness/private-redis';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 
 // The real `node dist/main.js` refuses a setting an operator must fix before it can be safe: exit

@@ -15,7 +15,7 @@ import {
   StorageRefusedError,
 } from '../../src/storage/storage-errors';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { audio } from '../helpers/local-cdn';
+import { audio } from '../../harness/local-cdn';
 import {
   bytesOf,
   deliveryOfItem,

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { provideRedis } from '../helpers/global-setup';
-import { HOW_TO_PROVIDE_REDIS, startPrivateRedis } from '../helpers/private-redis';
+import { HOW_TO_PROVIDE_REDIS, startPrivateRedis } from '../../harness/private-redis';
 
 // README, "Development": with neither a reachable REDIS_URL nor redis-server on PATH,
 // `npm test` fails at once with a message that says how to provide Redis.

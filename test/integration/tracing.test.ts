@@ -3,9 +3,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
-import { startCollector } from '../helpers/otlp-collector';
-import { freePort } from '../helpers/private-redis';
+import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
+import { startCollector } from '../../harness/otlp-collector';
+import { freePort } from '../../harness/private-redis';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { signed, TEST_SECRET } from '../helpers/test-receiver';
 

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { withDeadline } from '../../src/util/deadline';
 import { eventually } from '../../src/util/eventually';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { freePort } from '../helpers/private-redis';
+import { freePort } from '../../harness/private-redis';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { signed, TEST_SECRET } from '../helpers/test-receiver';
 

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { jobItemId } from '../../src/queue/delivery-queue';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
-import { freePort } from '../helpers/private-redis';
+import { startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
+import { freePort } from '../../harness/private-redis';
 import { spawnService } from '../helpers/spawn-service';
 import {
   deleteKeys,

@@ -6,8 +6,8 @@ import { webhookEventSchema } from '../../src/provider-spec/events';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { serveWorkerHealth } from '../../src/worker/health-server';
 import { startWorkers, type RunningWorkers } from '../../src/worker/start-workers';
-import { freePort } from '../helpers/private-redis';
-import { eventually } from '../helpers/sandbox-process';
+import { freePort } from '../../harness/private-redis';
+import { eventually } from '../../harness/sandbox-process';
 import { spawnService } from '../helpers/spawn-service';
 import {
   createTestReceiver,

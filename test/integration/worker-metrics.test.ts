@@ -5,8 +5,8 @@ import { eventually } from '../../src/util/eventually';
 import type { RunningServer } from '../../src/http-server/serve';
 import { createLogger } from '../../src/telemetry/logger';
 import { serveWorkerHealth } from '../../src/worker/health-server';
-import { audio, startLocalCdn, type LocalCdn } from '../helpers/local-cdn';
-import { freePort, startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
+import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
+import { freePort, startPrivateRedis, type PrivateRedis } from '../../harness/private-redis';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 
 let cdn: LocalCdn;

@@ -6,7 +6,7 @@ import { bucketFolder } from '../../src/archive/id-bucket';
 import { parseWhen, replayQuery, type ReplayArgs } from '../../src/cli/replay-command';
 import { UsageError } from '../../src/cli/cli-errors';
 import { archiveSegments } from '../../src/storage/archive-path';
-import { entryFilePath } from '../helpers/archive-entries';
+import { entryFilePath } from '../../harness/archive-entries';
 import type { ArchiveArea } from '../../src/storage/audio-store';
 import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
 

@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { request } from 'undici';
 import { freePort } from './private-redis';
 
-/** The repository's root, from test/helpers or from the benchmark's dist-bench/test/helpers. */
+/** The repository's root, from harness/ or from the benchmark's dist-bench/harness. */
 function repoRoot(from = __dirname): string {
   let dir = from;
   while (!existsSync(join(dir, 'package.json'))) dir = dirname(dir);
@@ -129,4 +129,4 @@ export async function startSandboxProcess(options: SandboxOptions = {}): Promise
  * src/util/eventually.ts's, the one poll for what another process does (the sandbox's records
  * are what a test can see of it); passed on only for the tests that import it from here.
  */
-export { eventually } from '../../src/util/eventually';
+export { eventually } from '../src/util/eventually';

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { hourFolder } from '../../src/archive/archive';
-import { fileStem } from '../../src/storage/file-name';
+import { hourFolder } from '../src/archive/archive';
+import { fileStem } from '../src/storage/file-name';
 
 /**
  * Every entry under an archive folder (`<AUDIO_DIR>/.archive`), parsed, oldest first, read
