@@ -1,18 +1,22 @@
 import type { ArchiveArea } from '../storage/audio-store.js';
-import { queryRange, type ArchiveQuery } from './archive-query.js';
-import type { Accepted, ArchivedDelivery } from './archived-delivery.js';
+import {
+  queryRange,
+  type ArchiveQuery,
+  type Accepted,
+  type ArchivedDelivery,
+} from './archived-delivery.js';
 import { BATCH_LINGER_MS, type BatchedLine } from './batch-writer.js';
 import { entryWriter } from './entry-writer.js';
 import { findEntries } from './find-entries.js';
-import { listHours } from './list-hours.js';
+import { listHours, listDays } from './list-hours.js';
 import type { UnreadableEntry } from './parse-entry.js';
-import { sweepArchive } from './sweep-archive.js';
+import { DAY_MS, HOUR_MS } from './folders.js';
 
 // What the service's importers (index.ts, cli/, tests) take from here, wherever it is declared.
-export type { ArchiveQuery } from './archive-query.js';
+export type { ArchiveQuery } from './archived-delivery.js';
 export type { ArchivedDelivery } from './archived-delivery.js';
 export type { BatchedLine } from './batch-writer.js';
-export { hourFolder } from './hour-folder.js';
+export { hourFolder } from './folders.js';
 export type { UnreadableEntry } from './parse-entry.js';
 
 /**
@@ -31,7 +35,7 @@ export type { UnreadableEntry } from './parse-entry.js';
  *   An id is found by reading its bucket's files in each hour (1/256 of the hour). An entry costs
  *   one append to a file that exists, where a file per entry cost two new inodes (a folder and
  *   the file), the largest part of the archive's price in the bench (docs/performance.md).
- *   (segment-appender.ts)
+ *   (entry-writer.ts)
  * - **Batches**, in an area that writes whole objects only (S3; a custom store's): the entries a
  *   writer archives close together, as lines of one object of the hour, written by one PUT,
  *   whose name says which of the 256 buckets its lines' ids fall in (a bitmap, in hex):
@@ -101,4 +105,42 @@ export function createArchive(area: ArchiveArea, options: ArchiveOptions = {}): 
     find: (query, onUnreadable) => findEntries(area, query, onUnreadable),
     sweep: (retentionHours, now = new Date()) => sweepArchive(area, retentionHours, now),
   };
+}
+
+/** Removes the hour folders that end at or before `cutoff`; returns them. */
+async function removeHoursBefore(area: ArchiveArea, cutoff: number): Promise<string[]> {
+  const removed: string[] = [];
+  for (const folder of await listHours(area, -Infinity, cutoff)) {
+    const [day = '', hour = ''] = folder.split('/');
+    if (Date.parse(`${day}T${hour}:00:00Z`) + HOUR_MS > cutoff) continue;
+    await area.remove(folder);
+    removed.push(folder);
+  }
+  return removed;
+}
+
+async function isEmpty(listing: AsyncIterable<string>): Promise<boolean> {
+  // Returning from the loop closes the listing (a directory handle, a paged request).
+  for await (const _name of listing) return false;
+  return true;
+}
+
+/** A day folder left empty goes too (another sweeper may be removing it as well). */
+async function removeEmptyDaysBefore(area: ArchiveArea, cutoff: number): Promise<void> {
+  for (const day of await listDays(area)) {
+    if (Date.parse(`${day}T00:00:00Z`) + DAY_MS > cutoff) continue;
+    if (await isEmpty(area.list(`${day}/`))) await area.remove(`${day}/`);
+  }
+}
+
+/** Archive['sweep']: removes the hours wholly older than `retentionHours`, and emptied days. */
+export async function sweepArchive(
+  area: ArchiveArea,
+  retentionHours: number,
+  now: Date,
+): Promise<string[]> {
+  const cutoff = now.getTime() - retentionHours * HOUR_MS;
+  const removed = await removeHoursBefore(area, cutoff);
+  await removeEmptyDaysBefore(area, cutoff);
+  return removed;
 }

@@ -1,6 +1,6 @@
 import type { ArchiveArea } from '../storage/audio-store.js';
 import { batchFileName, writerName } from './file-kind.js';
-import { addBucket } from './id-bucket.js';
+import { addBucket } from './folders.js';
 
 /**
  * How long a batch gathers lines while none of them is waited for, and the most lines it holds.
@@ -85,7 +85,7 @@ export function batchWriter(put: ArchiveArea['put'], lingerMs: number) {
     open.set(hour, batch);
     return batch;
   };
-  /** `hour`: its folder; `bucket`: its line's id's (id-bucket.ts); `line`: an entry and `\n`. */
+  /** `hour`: its folder; `bucket`: its line's id's (folders.ts); `line`: an entry and `\n`. */
   return (hour: string, bucket: number, line: string): BatchedLine => {
     const batch = open.get(hour) ?? start(hour);
     batch.lines.push(line);

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { compactTime, fromCompactTime } from './compact-time.js';
 
 /*
  * The names of an hour's files, made and recognised here, side by side, so the two never drift:
@@ -27,7 +26,7 @@ export function segmentFileName(bucketFolder: string, writer: string): string {
   return `${bucketFolder}${writer}.ndjson`;
 }
 
-/** A writer's batch number `sequence` of an hour; `buckets`: its bitmap (id-bucket.ts). */
+/** A writer's batch number `sequence` of an hour; `buckets`: its bitmap (folders.ts). */
 export function batchFileName(hour: string, writer: string, sequence: number, buckets: Buffer) {
   return `${hour}${BATCH_FOLDER}${writer}-${sequence}.${buckets.toString('hex')}.ndjson`;
 }
@@ -48,4 +47,16 @@ export function fileKind(inHour: string): FileKind | undefined {
   if (batch !== null) return { kind: 'batch', bitmap: batch[1] ?? '' };
   const time = ENTRY_FILE.exec(inHour)?.[1] ?? FIRST_LAYOUT_ENTRY_FILE.exec(inHour)?.[1];
   return time === undefined ? undefined : { kind: 'entry file', time: fromCompactTime(time) };
+}
+
+/** `2026-11-24T09:15:02.123Z` → `20261124T091502123Z`: the time in the archive's file names. */
+export function compactTime(date: Date): string {
+  return date.toISOString().replace(/[-:.]/g, '');
+}
+
+/** `20261124T091502123Z` → its epoch milliseconds. */
+export function fromCompactTime(compact: string): number {
+  const [, y, mo, d, h, mi, s, ms] =
+    /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(\d{3})Z$/.exec(compact) ?? [];
+  return Date.parse(`${y}-${mo}-${d}T${h}:${mi}:${s}.${ms}Z`);
 }

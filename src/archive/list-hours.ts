@@ -1,5 +1,5 @@
 import type { ArchiveArea } from '../storage/audio-store.js';
-import { DAY_MS, HOUR_MS } from './hour-folder.js';
+import { DAY_MS, HOUR_MS } from './folders.js';
 
 const DAY_FOLDER = /^(\d{4}-\d{2}-\d{2})\/$/;
 const HOUR_FOLDER = /^(\d{2})\/$/;

@@ -2,7 +2,7 @@ import { mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createArchive, type UnreadableEntry } from '../../src/archive/archive';
-import { bucketFolder } from '../../src/archive/id-bucket';
+import { bucketFolder } from '../../src/archive/folders';
 import { parseWhen, replayQuery, type ReplayArgs } from '../../src/cli/replay-command';
 import { UsageError } from '../../src/cli/cli-errors';
 import { archiveSegments } from '../../src/storage/archive-path';

@@ -1,16 +1,21 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { GetObjectCommand } from '@aws-sdk/client-s3';
+import {
+  GetObjectCommand,
+  HeadBucketCommand,
+  AbortMultipartUploadCommand,
+  ListMultipartUploadsCommand,
+} from '@aws-sdk/client-s3';
 import type { ArchiveArea, AudioMetadata, AudioStore } from '../audio-store.js';
-import { s3AbortStaleUploads } from './s3-abort-stale-uploads.js';
 import { createS3ArchiveArea } from './s3-archive-area.js';
-import { s3CheckBucket } from './s3-check-bucket.js';
 import { createS3Client, type S3Settings } from './s3-client.js';
 import { s3ItemObject } from './s3-item-object.js';
-import { s3Location } from './s3-location.js';
+import { s3Location, type S3Location } from './s3-location.js';
 import { statusOf } from './s3-storage-error.js';
 import { s3WriteObject } from './s3-write-object.js';
 import { s3WriteWithMetadata } from './s3-write-with-metadata.js';
+import { describeError } from '../../util/describe-error.js';
+import { StorageError } from '../storage-errors.js';
 
 // Importers of the S3 store (index.ts, the bench) take its client from here too.
 export { createS3Client, type S3Settings } from './s3-client.js';
@@ -97,4 +102,87 @@ export function createS3AudioStore(
     checkBucket: () => s3CheckBucket(s3),
   };
   return store;
+}
+
+/** The start-up check's bound: an endpoint that does not answer must not hang the start. */
+const CHECK_TIMEOUT_MS = 10_000;
+
+/** At start: the bucket exists and these credentials may use it; else one line to fix it. */
+export async function s3CheckBucket(s3: S3Location): Promise<void> {
+  try {
+    await s3.client.send(new HeadBucketCommand({ Bucket: s3.bucket }), {
+      abortSignal: AbortSignal.timeout(CHECK_TIMEOUT_MS),
+    });
+  } catch (error: unknown) {
+    const status = statusOf(error);
+    const reason =
+      status === 404
+        ? 'the bucket does not exist'
+        : status === 403 || status === 400
+          ? `refused (${status}): check the credentials and the bucket policy`
+          : isMissingCredentials(error)
+            ? 'no credentials: the AWS SDK found none (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE in ~/.aws, a web identity token, or a pod or instance role)'
+            : `unreachable: ${describeError(error)}`;
+    throw new StorageError(`${s3.where}: ${reason}`, undefined, { cause: error });
+  }
+}
+
+/** The SDK's default chain found nothing: the endpoint was never asked, so not "unreachable". */
+function isMissingCredentials(error: unknown): boolean {
+  return error instanceof Error && error.name === 'CredentialsProviderError';
+}
+
+/**
+ * AudioStore.removeStaleTemps of the S3 store: aborts the incomplete multipart uploads under
+ * S3_PREFIX started more than `staleUploadMs` ago (a killed worker's), a page of the listing at
+ * a time, `uploadsPerPage` a page (undefined: the store's own, 1,000 on S3). Returns their keys.
+ */
+export async function s3AbortStaleUploads(
+  s3: S3Location,
+  staleUploadMs: number,
+  uploadsPerPage: number | undefined,
+): Promise<string[]> {
+  const removed: string[] = [];
+  const before = Date.now() - staleUploadMs;
+  let marker: { KeyMarker?: string; UploadIdMarker?: string } = {};
+  for (;;) {
+    const listed = await s3.client
+      .send(
+        new ListMultipartUploadsCommand({
+          Bucket: s3.bucket,
+          Prefix: s3.prefix,
+          ...(uploadsPerPage === undefined ? {} : { MaxUploads: uploadsPerPage }),
+          ...marker,
+        }),
+      )
+      .catch((error: unknown) => {
+        throw s3.fail(error, 'listing incomplete uploads');
+      });
+    for (const left of listed.Uploads ?? []) {
+      // An upload whose start is not known is not known to be stale: the lifecycle rule
+      // (deploy/overlays/s3/lifecycle.json) removes it if it is.
+      const initiated = left.Initiated?.getTime();
+      if (left.Key === undefined || left.UploadId === undefined) continue;
+      if (initiated === undefined || initiated > before) continue;
+      await s3.client
+        .send(
+          new AbortMultipartUploadCommand({
+            Bucket: s3.bucket,
+            Key: left.Key,
+            UploadId: left.UploadId,
+          }),
+        )
+        .catch((error: unknown) => {
+          throw s3.fail(error, `aborting the incomplete upload of ${left.Key ?? ''}`);
+        });
+      removed.push(left.Key);
+    }
+    if (listed.IsTruncated !== true) return removed;
+    marker = {
+      ...(listed.NextKeyMarker === undefined ? {} : { KeyMarker: listed.NextKeyMarker }),
+      ...(listed.NextUploadIdMarker === undefined
+        ? {}
+        : { UploadIdMarker: listed.NextUploadIdMarker }),
+    };
+  }
 }

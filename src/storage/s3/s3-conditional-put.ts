@@ -1,7 +1,10 @@
-import { s3PutCommand } from './s3-put-command.js';
-import type { ObjectItem, StoredObject } from './s3-item-object.js';
+import {
+  s3PutCommand,
+  type ObjectItem,
+  type StoredObject,
+  s3ReplaceableObject,
+} from './s3-item-object.js';
 import type { S3Location } from './s3-location.js';
-import { s3ReplaceableObject } from './s3-replaceable-object.js';
 import { statusOf } from './s3-storage-error.js';
 
 /**
