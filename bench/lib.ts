@@ -1,14 +1,14 @@
-import { QueueEvents } from 'bullmq';
-import { Pool } from 'undici';
-import { DELIVERY_QUEUE } from '../src/queue/delivery-queue.js';
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
+import { QueueEvents } from 'bullmq';
+import { Pool } from 'undici';
+import { DELIVERY_QUEUE } from '../src/queue/delivery-queue.js';
 import { freePort } from '../harness/private-redis.js';
 import { sampleDelivery } from '../src/provider-spec/sample-delivery.js';
-import { signPayload } from '../src/provider-spec/sign-payload.js';
+import { signPayload } from '../src/provider-spec/signature.js';
 
 export const BENCH_SECRET = 'whsec_bench';
 export const DIST_BENCH = join(__dirname, '..');

@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { createDeliveryQueue } from '../src/queue/delivery-queue.js';
 import { dedupeKeys } from '../src/receiver/enqueue-delivery.js';
 import { createForwardQueue, forwardJobId } from '../src/forwarding/forward-queue.js';
-import { signPayload } from '../src/provider-spec/sign-payload.js';
+import { signPayload } from '../src/provider-spec/signature.js';
 import { eventually } from '../src/util/eventually.js';
 import { freePort } from '../harness/private-redis.js';
 import { BENCH_SECRET, spawnService, stop } from './lib.js';

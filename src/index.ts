@@ -16,8 +16,8 @@ export {
   type RevokedKey,
 } from './records/revocation-registry.js';
 export { createFailureLog, type FailureLog, type RecordedFailure } from './records/failure-log.js';
-export { signPayload } from './provider-spec/sign-payload.js';
-export { verifySignature, type VerifyResult } from './provider-spec/verify-signature.js';
+export { signPayload } from './provider-spec/signature.js';
+export { verifySignature, type VerifyResult } from './provider-spec/signature.js';
 export type {
   WebhookEvent,
   AudioReadyEvent,

@@ -13,10 +13,10 @@ import { StorageError } from './storage/storage-errors.js';
 import { createAudioStore } from './storage/create-audio-store.js';
 import { startWorkers } from './worker/start-workers.js';
 import { serveWorkerHealth } from './worker/health-server.js';
-import { CaFileError } from './worker/worker-context.js';
+import { CaFileError } from './download/download-agent.js';
 import type { Logger } from 'pino';
 import { readyWithin } from './redis/connections.js';
-import { checkEvictionPolicy, EvictionPolicyError } from './redis/write-gate.js';
+import { checkEvictionPolicy, EvictionPolicyError } from './redis/redis-memory.js';
 import { DeadlineError } from './util/deadline.js';
 import { EventDefinitionError } from './hooks/custom-events.js';
 

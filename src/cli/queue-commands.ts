@@ -1,5 +1,6 @@
 import type { Job } from 'bullmq';
-import { jobItemId, type DeliveryJobData, type DeliveryQueue } from '../queue/delivery-queue.js';
+import { jobItemId, type DeliveryJobData } from '../queue/delivery-job-data.js';
+import { type DeliveryQueue } from '../queue/delivery-queue.js';
 import { OperationalError } from './cli-errors.js';
 import type { ForwardJobData, ForwardQueue } from '../forwarding/forward-queue.js';
 import { printRows, type Output, type Row } from './print.js';

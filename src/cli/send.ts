@@ -3,7 +3,7 @@ import type { Config } from '../config/config.js';
 import { SAMPLE_AUDIO_PATH } from '../sandbox/cdn/sample-path.js';
 import { EVENT_NAMES } from '../provider-spec/events.js';
 import { sampleDelivery } from '../provider-spec/sample-delivery.js';
-import { signPayload } from '../provider-spec/sign-payload.js';
+import { signPayload } from '../provider-spec/signature.js';
 import { messageOf, OperationalError, UsageError } from './cli-errors.js';
 import type { Output } from './print.js';
 

@@ -4,17 +4,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { createServer } from 'node:net';
 import { S3Client } from '@aws-sdk/client-s3';
 import { eventually } from '../util/eventually.js';
-import { probePort } from '../util/probe-port.js';
 import { cephDaemons, STARTING } from './ceph-daemons.js';
 import { holdsListener } from './holds-listener.js';
-import { portIsTaken } from './port-is-taken.js';
 import { startCephCluster } from './start-ceph-cluster.js';
 import { writeCephConf } from './write-ceph-conf.js';
-
-// Part of this module's API: local-s3 asks it before starting a gateway.
-export { portIsTaken } from './port-is-taken.js';
 
 const run = promisify(execFile);
 
@@ -167,4 +163,38 @@ export async function startCephGateway({
     startGateway,
     stop,
   };
+}
+
+/** A loopback port nothing listens on at this moment (the OS picks it). */
+export function probePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => {
+        if (typeof address === 'object' && address) resolve(address.port);
+        else reject(new Error('no port'));
+      });
+    });
+  });
+}
+
+/**
+ * Whether 127.0.0.1:port cannot be bound now because something listens there (local-s3 asks it
+ * before starting a gateway).
+ */
+export async function portIsTaken(port: number): Promise<boolean> {
+  const server = createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', resolve);
+    });
+  } catch (error: unknown) {
+    if (error instanceof Error && 'code' in error && error.code === 'EADDRINUSE') return true;
+    throw error;
+  }
+  await new Promise((resolve) => server.close(resolve));
+  return false;
 }

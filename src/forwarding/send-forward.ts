@@ -1,5 +1,5 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
-import { payloadTooBigToKeep } from '../queue/delivery-queue.js';
+import { payloadTooBigToKeep } from '../queue/job-retention.js';
 import type { ForwardJobData } from './forward-queue.js';
 import { attemptDestination } from './attempt-destination.js';
 import {

@@ -1,26 +1,20 @@
+import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
-import { Counter, Histogram, type Registry } from 'prom-client';
-import { boundedJobCounts } from '../jobs/job-counts.js';
-import { registerQueueGauges } from '../telemetry/metrics.js';
-import { registerForwardGauges } from './forward-gauges.js';
-import { boundedOldestPending, boundedOldestWaiting } from '../jobs/queue-readers.js';
-import { registerOldestWaiting } from '../telemetry/queue-age.js';
 import type { Config } from '../config/config.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { startJobWorker } from '../jobs/start-job-worker.js';
-import { isRefusal, type WriteGate } from '../redis/write-gate.js';
-import { createAmqpSender } from './senders/amqp-sender.js';
-import { resolveDestinations, type ResolvedDestination } from '../config/resolve-destinations.js';
+import { isRefusal } from '../redis/redis-memory.js';
+import type { WriteGate } from '../redis/write-gate.js';
+import { resolveDestinations } from '../config/resolve-destinations.js';
 import { createSlidingWindowLimiter } from '../redis/sliding-window-limiter.js';
 import { DestinationBoard } from './destination-board.js';
 import { destinationControl } from './destination-control.js';
 import { announceDestinations } from './destination-roster.js';
-import { createForwardQueue, FORWARD_QUEUE, type ForwardJobData } from './forward-queue.js';
+import { createForwardQueue, type ForwardJobData } from './forward-queue.js';
+import { createForwardMetrics, registerForwardQueueGauges } from './forward-metrics.js';
+import { createSender } from './senders/create-sender.js';
 import { forwardAtOnce } from './forward-at-once.js';
 import type { ForwardMessage } from './forward-message.js';
-import { createHttpSender } from './senders/http-sender.js';
-import { createNatsSender } from './senders/nats-sender.js';
-import type { Sender } from './senders/sender.js';
 import { sendForward } from './send-forward.js';
 
 export interface Forwarding {
@@ -34,13 +28,22 @@ export interface Forwarding {
 
 /** A destination down for long is tried every 10 minutes at the most. */
 const MAX_DELAY_MS = 10 * 60 * 1000;
-/**
- * Forward jobs a scrape looks at per state for each destination's oldest pending one: the 100
- * oldest waiting and the 100 delayed due first, with their messages (at most 200 × MAX_BODY_BYTES).
- */
-const SCAN_PER_STATE = 100;
-/** The name KEDA's second trigger (deploy/kubernetes) queries; a test keeps the two in step. */
-export const FORWARD_BACKLOG_METRIC = 'webhook_forward_backlog';
+/** The settings forwarding reads: its own slice of the Config. */
+export type ForwardingConfig = Pick<
+  Config,
+  | 'forwardDestinations'
+  | 'forwardConfigDestinations'
+  | 'forwardAttempts'
+  | 'forwardTimeoutMs'
+  | 'forwardSecret'
+  | 'forwardPauseAfter'
+  | 'forwardProbeSeconds'
+  | 'forwardBackoffMs'
+  | 'forwardHoldSeconds'
+  | 'forwardConcurrency'
+  | 'queuePrefix'
+  | 'workerLockMs'
+>;
 
 /**
  * Forwarding, in a process that runs workers, when FORWARD_URLS names destinations: the delivery
@@ -50,7 +53,7 @@ export const FORWARD_BACKLOG_METRIC = 'webhook_forward_backlog';
  * job: a retry sends the same bytes and never downloads anything.
  */
 export function startForwarding(
-  config: Config,
+  config: ForwardingConfig,
   logger: Logger,
   redis: RedisConnection,
   {
@@ -69,7 +72,7 @@ export function startForwarding(
   const destinations = resolveDestinations(config);
   if (destinations.length === 0) return undefined;
   const names = destinations.map((d) => d.name);
-  const senders = new Map(destinations.map((d) => [d.name, senderFor(d, config)]));
+  const senders = new Map(destinations.map((d) => [d.name, createSender(d, config.forwardSecret)]));
   const queue = createForwardQueue(redis, config.queuePrefix);
   queue.on('error', (error: unknown) => {
     reportError(error, 'forward queue error');
@@ -79,41 +82,8 @@ export function startForwarding(
     probeMs: config.forwardProbeSeconds * 1000,
   });
   const board = new DestinationBoard(control, queue, logger, reportError);
-  const forwards = new Counter({
-    name: 'webhook_forwards_total',
-    help: 'Forward attempts by destination (without credentials) and result: sent, retrying (failed, will be tried again) or failed (given up: its attempts run out, refused for good, or held past FORWARD_HOLD_SECONDS; listed by `failures`)',
-    labelNames: ['destination', 'result'],
-    registers: [...registries],
-  });
-  const latency = new Histogram({
-    name: 'webhook_forward_send_seconds',
-    help: 'Time of one send to the destination, from the request to its answer (or the error)',
-    labelNames: ['destination'],
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [...registries],
-  });
-  const transitions = new Counter({
-    name: 'webhook_forward_destination_transitions_total',
-    help: 'Pauses (to="paused": FORWARD_PAUSE_AFTER failures in a row) and resumes (to="active": a probe succeeded) this process made; `forward pause|resume` are counted by the state gauge',
-    labelNames: ['destination', 'to'],
-    registers: [...registries],
-  });
-  registerQueueGauges(registries, boundedJobCounts(queue, redis), {
-    jobs: 'webhook_forward_queue_jobs',
-    queue: 'the forward queue (delayed: waiting to try a destination again)',
-    backlog: FORWARD_BACKLOG_METRIC,
-    // Delayed forwards wait for a destination to come back; more workers would not help them.
-    backlogStates: ['waiting', 'prioritized'],
-    backlogHelp: 'Forwards ready to send: waiting + prioritized (KEDA scales workers on this too)',
-  });
-  registerOldestWaiting(registries, FORWARD_QUEUE, boundedOldestWaiting(queue, redis));
-  registerForwardGauges(
-    registries,
-    board,
-    names,
-    boundedOldestPending(queue, redis, (job) => job.data.destinations, SCAN_PER_STATE),
-    2 * SCAN_PER_STATE,
-  );
+  const { forwards, latency, transitions } = createForwardMetrics(registries);
+  registerForwardQueueGauges(registries, queue, redis, board, names);
   const deps = {
     destinations: new Map(destinations.map((d) => [d.name, d])),
     senders,
@@ -163,22 +133,4 @@ export function startForwarding(
       await Promise.all([...senders.values()].map((sender) => sender.close()));
     },
   };
-}
-
-function senderFor(destination: ResolvedDestination, config: Config): Sender {
-  const timeout = destination.timeoutMs;
-  switch (destination.kind) {
-    case 'http':
-      // Checked at start (config.ts): an HTTP destination needs the secret.
-      return createHttpSender(destination.url, config.forwardSecret ?? '', timeout);
-    case 'nats':
-      return createNatsSender(destination.url, destination.subject, timeout);
-    case 'amqp':
-      return createAmqpSender(
-        destination.url,
-        destination.exchange,
-        destination.routingKey,
-        timeout,
-      );
-  }
 }

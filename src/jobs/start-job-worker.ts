@@ -1,7 +1,8 @@
 import { Worker, type Job, type Telemetry } from 'bullmq';
 import type { Logger } from 'pino';
 import type { RedisConnection } from '../redis/connections.js';
-import type { HoldReason, WriteGate } from '../redis/write-gate.js';
+import type { HoldReason } from '../redis/redis-memory.js';
+import type { WriteGate } from '../redis/write-gate.js';
 import { backoffStrategy, type RetryPolicy } from './retry-policy.js';
 
 /**

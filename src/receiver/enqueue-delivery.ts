@@ -6,7 +6,8 @@ import { withDeadline } from '../util/deadline.js';
 import { createReplicaWait } from '../redis/replica-wait.js';
 import type { WriteGate } from '../redis/write-gate.js';
 import type { Delivery } from '../provider-spec/delivery.js';
-import { deliveryJobData, type DeliveryQueue } from '../queue/delivery-queue.js';
+import { deliveryJobData } from '../queue/delivery-job-data.js';
+import { type DeliveryQueue } from '../queue/delivery-queue.js';
 import { classifyStoreError, StorageUnavailableError } from './enqueue-errors.js';
 
 export interface EnqueueResult {

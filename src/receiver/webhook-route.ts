@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import getRawBody from 'raw-body';
 import type { Config } from '../config/config.js';
 import type { DeliveryOutcome, Metrics } from '../telemetry/metrics.js';
 import type { StoreDelivery } from './enqueue-delivery.js';
@@ -7,7 +8,7 @@ import { StorageUnavailableError, UnstorableDeliveryError } from './enqueue-erro
 import type { CustomEvents } from '../hooks/custom-events.js';
 import { parseEvent } from '../provider-spec/parse-event.js';
 import { inServerSpan, inSpanSync } from '../telemetry/tracing.js';
-import { verifySignature } from '../provider-spec/verify-signature.js';
+import { verifySignature } from '../provider-spec/signature.js';
 import { addLogFields, sendJson } from '../http-server/request-state.js';
 import { answerError } from '../http-server/error-handler.js';
 import {
@@ -15,8 +16,10 @@ import {
   HttpError,
   ServiceUnavailableError,
   SignatureError,
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
 } from '../http-server/http-errors.js';
-import { readRawBody } from './read-raw-body.js';
+import { inviteBody } from '../http-server/expect-continue.js';
 
 export interface WebhookRouteDeps {
   readonly config: Pick<
@@ -137,4 +140,35 @@ async function receive(
   });
   if (result.duplicate) sendJson(res, 200, ANSWER.duplicate);
   else sendJson(res, 202, ANSWER.accepted);
+}
+
+/** `application/json`, parameters such as `charset=utf-8` allowed, case-insensitive. */
+export function isJsonContentType(header: string | undefined): boolean {
+  return header?.split(';', 1)[0]?.trim().toLowerCase() === 'application/json';
+}
+
+function errorType(error: unknown): unknown {
+  return typeof error === 'object' && error !== null && 'type' in error ? error.type : undefined;
+}
+
+/**
+ * Reads the exact bytes received, which the signature covers; no JSON parser has touched them.
+ * Type and declared length are checked before a byte is read, and before a client that sent
+ * `Expect: 100-continue` is invited to send its body.
+ */
+export async function readRawBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  limit: number,
+): Promise<Buffer> {
+  if (!isJsonContentType(req.headers['content-type'])) throw new UnsupportedMediaTypeError();
+  const length = req.headers['content-length'];
+  if (length !== undefined && Number(length) > limit) throw new PayloadTooLargeError(limit);
+  inviteBody(req, res);
+  try {
+    return await getRawBody(req, { limit, length: length ?? null });
+  } catch (error: unknown) {
+    if (errorType(error) === 'entity.too.large') throw new PayloadTooLargeError(limit);
+    throw new BadRequestError('could not read the request body');
+  }
 }

@@ -1,6 +1,5 @@
 import { Cluster, Redis } from 'ioredis';
 import type { Config } from '../config/config.js';
-import { redactUrl } from './redact-url.js';
 
 /** One Redis, a primary found through Sentinels, or a Cluster: every role speaks to either. */
 export type RedisConnection = Redis | Cluster;
@@ -213,4 +212,15 @@ export function createCliRedis(config: RedisConfig): RedisConnection {
     maxRetriesPerRequest: 1,
     retryStrategy: () => null,
   });
+}
+
+/** A Redis URL fit for a log line or an error message: the password never is. */
+export function redactUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    if (url.password) url.password = '***';
+    return url.href;
+  } catch {
+    return '(unparseable URL)';
+  }
 }

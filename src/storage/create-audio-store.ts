@@ -72,3 +72,24 @@ async function bounded<T>(opening: Promise<T>, what: string): Promise<T> {
     });
   }
 }
+
+/**
+ * A worker's store at start: `given` (a fork's) or the one AUDIO_STORE chooses, then swept of the
+ * partial downloads a killed process left, bounded like the store's check (the same volume,
+ * listed before the first job).
+ */
+export async function startStore(
+  config: Config,
+  logger: Logger,
+  given: AudioStore | undefined,
+): Promise<AudioStore> {
+  const store = given ?? (await createAudioStore(config));
+  const removed = await withDeadline(
+    store.removeStaleTemps(),
+    STORE_CHECK_DEADLINE_MS,
+    "the start-up sweep of the store's partial downloads",
+  );
+  if (removed.length > 0)
+    logger.warn({ removed }, 'removed partial downloads left by a killed process');
+  return store;
+}

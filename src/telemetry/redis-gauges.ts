@@ -2,7 +2,7 @@ import { Gauge, type Registry } from 'prom-client';
 import { JOB_COUNTS_DEADLINE_MS } from '../jobs/job-counts.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { withDeadline } from '../util/deadline.js';
-import { HOLD_REASONS, type HoldReason } from '../redis/write-gate.js';
+import { HOLD_REASONS, type HoldReason } from '../redis/redis-memory.js';
 
 /** A field of INFO's `name:value` lines, as a number; undefined when absent. */
 function infoField(info: string, name: string): number | undefined {

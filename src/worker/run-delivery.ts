@@ -4,12 +4,11 @@ import type { ForwardMessage } from '../forwarding/forward-message.js';
 import { forwardMessage } from '../forwarding/forward-message.js';
 import {
   deliveryOf,
-  handledData,
   jobItemId,
-  payloadTooBigToKeep,
   shownId,
   type DeliveryJobData,
-} from '../queue/delivery-queue.js';
+} from '../queue/delivery-job-data.js';
+import { handledData, payloadTooBigToKeep } from '../queue/job-retention.js';
 import { jsonMember } from '../provider-spec/json-member.js';
 import type { DeliveryJob, Handled } from './dispatch.js';
 

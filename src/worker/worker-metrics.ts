@@ -1,4 +1,5 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
+import type { AudioStore } from '../storage/audio-store.js';
 
 /** What the downloader counts (worker/download-audio.ts). */
 export interface DownloadMetrics {
@@ -67,4 +68,38 @@ export function createWorkerMetrics(registries: readonly Registry[]): WorkerMetr
       registers,
     }),
   };
+}
+
+/**
+ * The store, its writes of audio (`write`, `writeWithMetadata`) counted and timed. A Proxy, not a
+ * copy: a fork's store may be a class whose methods need their own `this`, and what AudioStore
+ * gains later passes through untouched.
+ */
+export function measureWrites(store: AudioStore, metrics: StoreWriteMetrics): AudioStore {
+  const measured =
+    <Args extends unknown[]>(write: (...args: Args) => Promise<void>) =>
+    async (...args: Args) => {
+      const end = metrics.storeWriteSeconds.startTimer();
+      try {
+        await write(...args);
+        metrics.storeWrites.inc({ result: 'ok' });
+      } catch (error: unknown) {
+        metrics.storeWrites.inc({ result: 'failed' });
+        throw error;
+      } finally {
+        end();
+      }
+    };
+  const write = measured(store.write.bind(store));
+  const withMetadata = store.writeWithMetadata && measured(store.writeWithMetadata.bind(store));
+  return new Proxy(store, {
+    get(target, key) {
+      if (key === 'write') return write;
+      if (key === 'writeWithMetadata') return withMetadata;
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function'
+        ? (value as (...args: unknown[]) => unknown).bind(target)
+        : value;
+    },
+  });
 }

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import request from 'supertest';
 import { runCli } from '../../src/cli/main';
 import { createLogger } from '../../src/telemetry/logger';
-import { jobItemId, type DeliveryJobData } from '../../src/queue/delivery-queue';
+import { jobItemId, type DeliveryJobData } from '../../src/queue/delivery-job-data';
 import type { CustomEvents } from '../../src/hooks/custom-events';
 import type { Hooks } from '../../src/hooks/hooks';
 import { startWorkers, type RunningWorkers } from '../../src/worker/start-workers';

@@ -8,7 +8,7 @@ import { loadConfig, type Config } from '../../src/config/config';
 import { createLogger } from '../../src/telemetry/logger';
 import { createReceiver, type Receiver } from '../../src/receiver/receiver';
 import type { CustomEvents } from '../../src/hooks/custom-events';
-import { signPayload } from '../../src/provider-spec/sign-payload';
+import { signPayload } from '../../src/provider-spec/signature';
 
 export const TEST_SECRET = 'whsec_test_secret';
 

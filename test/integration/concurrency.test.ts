@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import { Pool } from 'undici';
-import { jobItemId } from '../../src/queue/delivery-queue';
+import { jobItemId } from '../../src/queue/delivery-job-data';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { createTestReceiver, signed, type TestReceiver } from '../helpers/test-receiver';
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { events as exampleEvents } from '../../src/examples/events';
-import { jobItemId } from '../../src/queue/delivery-queue';
+import { jobItemId } from '../../src/queue/delivery-job-data';
 import { customEvents } from '../../src/hooks/custom-events';
 import { defineEvent } from '../../src/hooks/define-event';
 import type { HookContext } from '../../src/hooks/hook-context';

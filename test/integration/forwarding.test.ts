@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { destinationName } from '../../src/config/destinations';
-import { jobItemId } from '../../src/queue/delivery-queue';
+import { jobItemId } from '../../src/queue/delivery-job-data';
 import { createForwardQueue } from '../../src/forwarding/forward-queue';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { eventually } from '../../src/util/eventually';

@@ -7,7 +7,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import { renderFolder, type Manifest } from '../helpers/kustomize';
 import { loadConfig } from '../../src/config/config';
 import { BACKLOG_METRIC } from '../../src/telemetry/metrics';
-import { FORWARD_BACKLOG_METRIC } from '../../src/forwarding/start-forwarding';
+import { FORWARD_BACKLOG_METRIC } from '../../src/forwarding/forward-metrics';
 
 // The base (deploy/kubernetes) and the pieces that agree with the service: probes, ports, the
 // grace period, the ConfigMap's settings against the service's own parser, the metrics KEDA and

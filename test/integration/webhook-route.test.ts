@@ -7,7 +7,7 @@ import { createReceiver } from '../../src/receiver/receiver';
 import { serve } from '../../src/http-server/serve';
 import { createLogger } from '../../src/telemetry/logger';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { signPayload } from '../../src/provider-spec/sign-payload';
+import { signPayload } from '../../src/provider-spec/signature';
 import {
   createTestReceiver,
   signed,

@@ -4,7 +4,7 @@ import { watch } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { jobItemId } from '../../src/queue/delivery-queue';
+import { jobItemId } from '../../src/queue/delivery-job-data';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 import { freePort } from '../../harness/private-redis';

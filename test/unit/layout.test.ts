@@ -123,6 +123,23 @@ it('the checks catch what they are for (a deliberate violation of each)', () => 
   expect(circles(bent)).toEqual(['receiver/a.ts → worker/b.ts → receiver/c.ts → receiver/a.ts']);
 });
 
+it('the order is short enough to say in one sentence', () => {
+  expect(LAYERS.length).toBeLessThanOrEqual(8);
+});
+
+it('a folder holds at most 16 files of its own, a file at most 300 lines', () => {
+  const perFolder = new Map<string, number>();
+  for (const file of graph.keys()) {
+    const folder = dirname(file);
+    perFolder.set(folder, (perFolder.get(folder) ?? 0) + 1);
+  }
+  expect([...perFolder].filter(([, count]) => count > 16)).toEqual([]);
+  const long = [...graph.keys()].filter(
+    (file) => readFileSync(join(SRC, file), 'utf8').split('\n').length > 301,
+  );
+  expect(long).toEqual([]);
+});
+
 it('the core never reaches the provider client or the sandbox', () => {
   const core = ['http-server', 'provider-spec', 'queue', 'receiver', 'worker', 'forwarding'];
   for (const folder of core) expect(rank(folder)).toBeLessThan(rank('provider'));

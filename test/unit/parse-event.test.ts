@@ -1,4 +1,4 @@
-import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../../src/provider-spec/json-depth';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../../src/provider-spec/parse-event';
 import { parseEvent } from '../../src/provider-spec/parse-event';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 

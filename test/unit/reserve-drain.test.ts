@@ -1,5 +1,5 @@
 import { drainInReserve } from '../../src/worker/reserve-drain';
-import type { HoldReason } from '../../src/redis/write-gate';
+import type { HoldReason } from '../../src/redis/redis-memory';
 
 /** A gate whose state the test sets, and a worker that records what it was told. */
 function setup(forwards: () => Promise<number>) {

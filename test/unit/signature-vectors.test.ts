@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { signPayload } from '../../src/provider-spec/sign-payload';
-import { verifySignature } from '../../src/provider-spec/verify-signature';
+import { signPayload } from '../../src/provider-spec/signature';
+import { verifySignature } from '../../src/provider-spec/signature';
 
 /**
  * Known answers, computed once outside this code base and written down, so that a mistake shared

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
-import { computeSignature } from '../../src/provider-spec/compute-signature';
-import { parseSignatureHeader } from '../../src/provider-spec/parse-signature-header';
-import { signPayload } from '../../src/provider-spec/sign-payload';
-import { verifySignature, type VerifyInput } from '../../src/provider-spec/verify-signature';
+import { computeSignature } from '../../src/provider-spec/signature';
+import { parseSignatureHeader } from '../../src/provider-spec/signature';
+import { signPayload } from '../../src/provider-spec/signature';
+import { verifySignature, type VerifyInput } from '../../src/provider-spec/signature';
 
 const NOW = 1_795_000_000;
 const SECRET = 'whsec_current';

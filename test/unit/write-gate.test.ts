@@ -1,4 +1,4 @@
-import { refusalOf } from '../../src/redis/write-gate';
+import { refusalOf } from '../../src/redis/redis-memory';
 
 describe('refusalOf', () => {
   it.each([

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { signPayload } from '../../provider-spec/sign-payload.js';
+import { signPayload } from '../../provider-spec/signature.js';
 
 /** What `POST /sandbox/events` may ask for; each applies to the first attempt only. */
 export const FAULTS = [
