@@ -24,6 +24,7 @@ export type Config = ParsedSettings<typeof SETTINGS>;
 export type Role = Config['role'];
 
 export class ConfigError extends Error {
+  override name = 'ConfigError';
   constructor(readonly problems: readonly string[]) {
     // One form, each problem starting with its variable: one problem is one line (what a
     // start-up refusal prints), several are a line each under the same words.
@@ -32,7 +33,6 @@ export class ConfigError extends Error {
         ? `invalid configuration: ${problems[0] ?? ''}`
         : `invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
     );
-    this.name = 'ConfigError';
   }
 }
 

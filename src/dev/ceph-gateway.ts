@@ -42,12 +42,12 @@ export interface CephGateway {
  * (once, another gateway with the same test credentials, which then received a user's audio).
  */
 export class PortTakenError extends Error {
+  override name = 'PortTakenError';
   constructor(
     readonly port: number,
     options?: ErrorOptions,
   ) {
     super(`port ${port} on 127.0.0.1 is taken by another process`, options);
-    this.name = 'PortTakenError';
   }
 }
 

@@ -1,6 +1,7 @@
 import type { Counter, Histogram } from 'prom-client';
 import type { Logger } from 'pino';
 import type { ResolvedDestination } from '../config/resolve-destinations.js';
+import { isFinal } from '../jobs/retry-policy.js';
 import type { SlidingWindowLimiter } from '../redis/sliding-window-limiter.js';
 import type { DestinationBoard } from './destination-board.js';
 import type { DestinationControl } from './destination-control.js';
@@ -82,7 +83,7 @@ export async function attemptDestination(
     // sends it again, if this one arrived after all). Not a send time: none was measured.
     if (cutShort && signal.aborted && abortedBy(error, signal)) return { kind: 'deferred', ms: 0 };
     timer();
-    if (error instanceof PermanentForwardError) return refused(error);
+    if (isFinal(error)) return refused(error);
     await failed(name, error, window, deps);
     // A failed probe is the destination's failure, not the message's: it is held again.
     return decision === 'probe' ? { kind: 'held' } : { kind: 'failed', error };

@@ -1,4 +1,5 @@
-import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
+import { NeverRetryError } from '../jobs/retry-policy.js';
 import { payloadTooBigToKeep } from '../queue/job-retention.js';
 import type { ForwardJobData } from './forward-queue.js';
 import { attemptDestination } from './attempt-destination.js';
@@ -55,7 +56,7 @@ export async function sendForward(
       // For `failures`; not `tries`, so that `retry` starts each destination's attempts afresh.
       attempted: Object.fromEntries(progress.tries),
     });
-    throw new UnrecoverableError(summary(givenUp));
+    throw new NeverRetryError(summary(givenUp));
   }
   logFailures(tried, outcomes, { jobId: job.id, event: job.name, messageId }, deps);
   await job.updateData(pendingData(job.data, settled));

@@ -3,6 +3,7 @@
  * The one error handler (error-handler.ts) turns them into `{"detail": "…"}`.
  */
 export class HttpError extends Error {
+  override name = 'HttpError';
   constructor(
     readonly status: number,
     readonly detail: string,
@@ -10,17 +11,18 @@ export class HttpError extends Error {
     options?: ErrorOptions,
   ) {
     super(detail, options);
-    this.name = new.target.name;
   }
 }
 
 export class BadRequestError extends HttpError {
+  override name = 'BadRequestError';
   constructor(detail: string) {
     super(400, detail);
   }
 }
 
 export class SignatureError extends HttpError {
+  override name = 'SignatureError';
   constructor(
     readonly reason: string,
     detail: string,
@@ -30,12 +32,14 @@ export class SignatureError extends HttpError {
 }
 
 export class MethodNotAllowedError extends HttpError {
+  override name = 'MethodNotAllowedError';
   constructor(allow: string) {
     super(405, `method not allowed; use ${allow}`, { Allow: allow });
   }
 }
 
 export class PayloadTooLargeError extends HttpError {
+  override name = 'PayloadTooLargeError';
   constructor(limit: number) {
     // Close the connection: the rest of an oversized body is not worth reading.
     super(413, `body larger than ${limit} bytes`, { Connection: 'close' });
@@ -43,6 +47,7 @@ export class PayloadTooLargeError extends HttpError {
 }
 
 export class UnsupportedMediaTypeError extends HttpError {
+  override name = 'UnsupportedMediaTypeError';
   constructor() {
     super(415, 'Content-Type must be application/json');
   }
@@ -50,6 +55,7 @@ export class UnsupportedMediaTypeError extends HttpError {
 
 /** Redis could not store the delivery; the sender retries (docs/provider.md, "Retries"), so ask it to come back. */
 export class ServiceUnavailableError extends HttpError {
+  override name = 'ServiceUnavailableError';
   constructor(detail: string, retryAfterSeconds: number, cause?: unknown) {
     super(503, detail, { 'Retry-After': String(retryAfterSeconds) }, { cause });
   }

@@ -4,10 +4,7 @@ import { deferContinue } from './expect-continue.js';
 
 /** The listener could not start; the message names the variable to fix. */
 export class ListenError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'ListenError';
-  }
+  override name = 'ListenError';
 }
 
 /**

@@ -35,24 +35,40 @@ export function retryDelay(
 }
 
 /**
- * An error that no later attempt can change, said by the error itself. For a class that must be
- * something else first, and so cannot extend BullMQ's UnrecoverableError: a StorageRefusedError
- * is a StorageError, which the downloader, the CLI and start-up tell from a download's failure.
+ * THE ONE WAY to say "no later attempt can change this": the error says `neverRetry`, and
+ * isFinal reads nothing else of ours. Throw a NeverRetryError (or extend it); a class that must
+ * extend something else first implements NeverRetry instead (a StorageRefusedError is a
+ * StorageError, which the downloader, the CLI and start-up tell from a download's failure; a
+ * PermanentForwardError is a ForwardError).
  */
 export interface NeverRetry {
   readonly neverRetry: true;
 }
 
 /**
- * Does `error` fail its job at once? BullMQ's UnrecoverableError, by class or by name (as its
- * Job.shouldRetryJob asks: a name survives where a class does not, across a sandboxed
- * processor), or an error that says NeverRetry.
+ * An error that fails its job at once. A BullMQ UnrecoverableError too, so that BullMQ itself
+ * moves the job to failed without asking the backoff strategy.
+ */
+export class NeverRetryError extends UnrecoverableError implements NeverRetry {
+  override name = 'NeverRetryError';
+  readonly neverRetry = true;
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message);
+    if (options?.cause !== undefined) this.cause = options.cause;
+  }
+}
+
+/**
+ * Does `error` fail its job at once? One that says NeverRetry; and BullMQ's own
+ * UnrecoverableError, by class or by name (as its Job.shouldRetryJob asks), which BullMQ throws
+ * itself (a job whose lock was lost past its attempts).
  */
 export function isFinal(error: unknown): boolean {
   return (
+    (error as Partial<NeverRetry> | null)?.neverRetry === true ||
     error instanceof UnrecoverableError ||
-    (error as Error | null)?.name === 'UnrecoverableError' ||
-    (error as Partial<NeverRetry> | null)?.neverRetry === true
+    (error as Error | null)?.name === 'UnrecoverableError'
   );
 }
 

@@ -1,36 +1,34 @@
 /** The provider refused the request for good (a 4xx other than 408/429): its `detail` says why. */
 export class ProviderError extends Error {
+  override name = 'ProviderError';
   constructor(
     readonly status: number,
     readonly detail: string,
     readonly keyId: string,
   ) {
     super(`provider answered ${status}: ${detail}`);
-    this.name = 'ProviderError';
   }
 }
 
 /** Still failing (429, 408, 5xx, network) after every retry. */
 export class ProviderUnavailableError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'ProviderUnavailableError';
-  }
+  override name = 'ProviderUnavailableError';
 }
 
 /** No slot within the caller's deadline: sending now would only earn a 429. */
 export class RateLimitDeadlineError extends Error {
+  override name = 'RateLimitDeadlineError';
   constructor(
     readonly endpoint: string,
     readonly waitMs: number,
   ) {
     super(`no ${endpoint} slot within the deadline (next in ${waitMs} ms)`);
-    this.name = 'RateLimitDeadlineError';
   }
 }
 
 /** Every configured key is revoked (or was refused with 401). */
 export class NoKeyLeftError extends Error {
+  override name = 'NoKeyLeftError';
   constructor(
     readonly revoked: readonly string[],
     readonly refused: readonly string[],
@@ -40,6 +38,5 @@ export class NoKeyLeftError extends Error {
       refused.length > 0 ? `refused with 401: ${refused.join(', ')}` : '',
     ].filter(Boolean);
     super(`no API key left (${parts.join('; ')}); add one to PROVIDER_API_KEYS`);
-    this.name = 'NoKeyLeftError';
   }
 }

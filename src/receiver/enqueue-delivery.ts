@@ -8,7 +8,7 @@ import type { WriteGate } from '../redis/write-gate.js';
 import type { Delivery } from '../provider-spec/delivery.js';
 import { deliveryJobData } from '../queue/delivery-job-data.js';
 import { type DeliveryQueue } from '../queue/delivery-queue.js';
-import { classifyStoreError, StorageUnavailableError } from './enqueue-errors.js';
+import { classifyEnqueueError, EnqueueUnavailableError } from './enqueue-errors.js';
 
 export interface EnqueueResult {
   readonly jobId: string;
@@ -18,7 +18,7 @@ export interface EnqueueResult {
 
 /**
  * Stores one delivery: resolves once it is in Redis (and on the replicas REDIS_WAIT_REPLICAS
- * asks for), or throws StorageUnavailableError (retry later) or UnstorableDeliveryError (never).
+ * asks for), or throws EnqueueUnavailableError (retry later) or UnqueueableDeliveryError (never).
  */
 export type StoreDelivery = (delivery: Delivery, body: string) => Promise<EnqueueResult>;
 
@@ -50,8 +50,8 @@ export function createDeliveryStore(
       ? createReplicaWait(redis, config.redisWaitReplicas, config.redisWaitTimeoutMs)
       : undefined;
   return async (delivery, body) => {
-    if (redis.status !== 'ready') throw new StorageUnavailableError('Redis is not connected');
-    if (gate?.holding !== undefined) throw new StorageUnavailableError(gate.detail);
+    if (redis.status !== 'ready') throw new EnqueueUnavailableError('Redis is not connected');
+    if (gate?.holding !== undefined) throw new EnqueueUnavailableError(gate.detail);
     const added = enqueueDelivery(queue, delivery, body, config.dedupeTtlSeconds);
     // Without replicas to wait for, the add is the whole store: no step added per delivery.
     const stored = confirm === undefined ? added : added.then(confirmed(confirm, config));
@@ -61,7 +61,7 @@ export function createDeliveryStore(
       return result;
     } catch (error: unknown) {
       gate?.refused(error);
-      throw classifyStoreError(error);
+      throw classifyEnqueueError(error);
     }
   };
 }
@@ -74,7 +74,7 @@ function confirmed(
   return async (result) => {
     const acknowledged = await confirm();
     if (acknowledged < redisWaitReplicas) {
-      throw new StorageUnavailableError(
+      throw new EnqueueUnavailableError(
         `${acknowledged} of ${redisWaitReplicas} replicas acknowledged in time; the delivery may be stored, so a retry may be a duplicate`,
       );
     }

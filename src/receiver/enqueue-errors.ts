@@ -1,20 +1,14 @@
 import { DeadlineError } from '../util/deadline.js';
 import { isConnectionError } from '../redis/watch-redis.js';
 
-/** Redis could not store the delivery now (down, failing, too slow, full): the sender retries. */
-export class StorageUnavailableError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'StorageUnavailableError';
-  }
+/** Redis could not enqueue the delivery now (down, failing, too slow, full): the sender retries. */
+export class EnqueueUnavailableError extends Error {
+  override name = 'EnqueueUnavailableError';
 }
 
-/** The delivery can never be stored as sent: retrying cannot help, so it is the sender's 400. */
-export class UnstorableDeliveryError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'UnstorableDeliveryError';
-  }
+/** The delivery can never be enqueued as sent: retrying cannot help, so it is the sender's 400. */
+export class UnqueueableDeliveryError extends Error {
+  override name = 'UnqueueableDeliveryError';
 }
 
 /** What ioredis says when a command could not be sent or answered in time. */
@@ -28,13 +22,13 @@ const REDIS_ERROR_NAMES = new Set(['ReplyError', 'MaxRetriesPerRequestError', 'A
  * trouble is temporary (503); a body that overflows the serialiser's stack will fail the same way
  * on every retry (400); anything else is a defect of ours and stays as it is (500, logged).
  */
-export function classifyStoreError(error: unknown): Error {
-  if (error instanceof StorageUnavailableError || error instanceof UnstorableDeliveryError)
+export function classifyEnqueueError(error: unknown): Error {
+  if (error instanceof EnqueueUnavailableError || error instanceof UnqueueableDeliveryError)
     return error;
   if (error instanceof DeadlineError)
-    return new StorageUnavailableError(error.message, { cause: error });
+    return new EnqueueUnavailableError(error.message, { cause: error });
   if (error instanceof RangeError && /call stack/i.test(error.message)) {
-    return new UnstorableDeliveryError('the delivery nests too deeply to be stored as sent', {
+    return new UnqueueableDeliveryError('the delivery nests too deeply to be stored as sent', {
       cause: error,
     });
   }
@@ -44,7 +38,7 @@ export function classifyStoreError(error: unknown): Error {
       REDIS_TROUBLE.test(error.message) ||
       isConnectionError(error))
   ) {
-    return new StorageUnavailableError(`Redis could not store the delivery: ${error.message}`, {
+    return new EnqueueUnavailableError(`Redis could not store the delivery: ${error.message}`, {
       cause: error,
     });
   }

@@ -4,7 +4,7 @@ import getRawBody from 'raw-body';
 import type { Config } from '../config/config.js';
 import type { DeliveryOutcome, Metrics } from '../telemetry/metrics.js';
 import type { StoreDelivery } from './enqueue-delivery.js';
-import { StorageUnavailableError, UnstorableDeliveryError } from './enqueue-errors.js';
+import { EnqueueUnavailableError, UnqueueableDeliveryError } from './enqueue-errors.js';
 import type { CustomEvents } from '../hooks/custom-events.js';
 import { parseEvent } from '../provider-spec/parse-event.js';
 import { inServerSpan, inSpanSync } from '../telemetry/tracing.js';
@@ -117,14 +117,14 @@ async function receive(
   const result = await deps.store(event, parsed.text).catch((error: unknown) => {
     // A Redis that stalls or fails must show in the histogram, not only the ones that answered.
     stopTimer({ result: 'failed' });
-    if (error instanceof StorageUnavailableError) {
+    if (error instanceof EnqueueUnavailableError) {
       throw new ServiceUnavailableError(
         'could not store the delivery; retry later',
         RETRY_AFTER_SECONDS,
         error,
       );
     }
-    if (error instanceof UnstorableDeliveryError) throw new BadRequestError(error.message);
+    if (error instanceof UnqueueableDeliveryError) throw new BadRequestError(error.message);
     throw error;
   });
   stopTimer({ result: 'stored' });

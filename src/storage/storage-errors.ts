@@ -1,5 +1,4 @@
-import { UnrecoverableError } from 'bullmq';
-import type { NeverRetry } from '../jobs/retry-policy.js';
+import { NeverRetryError, type NeverRetry } from '../jobs/retry-policy.js';
 
 /**
  * The audio could not be stored: a full disk, a read-only or missing AUDIO_DIR, no permission.
@@ -7,6 +6,7 @@ import type { NeverRetry } from '../jobs/retry-policy.js';
  * operator can free space or fix a mount meanwhile), and a custom AudioStore should throw it too.
  */
 export class StorageError extends Error {
+  override name = 'StorageError';
   constructor(
     message: string,
     /** The system error code (ENOSPC, EACCES, EROFS…), when there is one. */
@@ -14,7 +14,6 @@ export class StorageError extends Error {
     options?: ErrorOptions,
   ) {
     super(message, options);
-    this.name = 'StorageError';
   }
 }
 
@@ -26,11 +25,11 @@ export class StorageError extends Error {
  * is not retried DOWNLOAD_ATTEMPTS times in vain.
  */
 export class StorageRefusedError extends StorageError implements NeverRetry {
+  override name = 'StorageRefusedError';
   readonly neverRetry = true;
 
   constructor(message: string, options?: ErrorOptions) {
     super(message, undefined, options);
-    this.name = 'StorageRefusedError';
   }
 }
 
@@ -62,12 +61,12 @@ export function storageError(error: unknown, what: string, dir: string): Storage
  * Two different ids would be stored under one name. Never overwrite another item's audio: the
  * job fails at once, loudly, and stays in `failed` for a person to look at.
  */
-export class NameCollisionError extends UnrecoverableError {
+export class NameCollisionError extends NeverRetryError {
+  override name = 'NameCollisionError';
   constructor(stem: string, storedId: string, newId: string) {
     super(
       `file name collision: ${stem} already holds the audio of id ${JSON.stringify(storedId)}, ` +
         `not ${JSON.stringify(newId)}; refusing to overwrite it`,
     );
-    this.name = 'NameCollisionError';
   }
 }

@@ -1,5 +1,6 @@
 /** A call did not settle in time; what it was waiting on is in the message. */
 export class DeadlineError extends Error {
+  override name = 'DeadlineError';
   constructor(
     readonly what: string,
     readonly ms: number | undefined,
@@ -7,7 +8,6 @@ export class DeadlineError extends Error {
     super(
       ms === undefined ? `${what}: no answer in time` : `${what} did not answer within ${ms} ms`,
     );
-    this.name = 'DeadlineError';
   }
 }
 

@@ -1,4 +1,4 @@
-import { UnrecoverableError } from 'bullmq';
+import { NeverRetryError } from '../jobs/retry-policy.js';
 import { inSpan } from '../telemetry/tracing.js';
 import type { Delivery } from '../provider-spec/delivery.js';
 import { isKnownEvent, webhookEventSchema, type WebhookEvent } from '../provider-spec/events.js';
@@ -67,7 +67,7 @@ function run(job: DeliveryJob, context: WorkerContext, outcome: StoredOutcome): 
     }
     const custom = context.customEvents.get(delivery.event);
     if (custom === undefined) {
-      throw new UnrecoverableError(
+      throw new NeverRetryError(
         `no handler for event ${JSON.stringify(delivery.event)} in this worker (is its src/custom/events.ts the receiver's?)`,
       );
     }
@@ -80,8 +80,8 @@ function run(job: DeliveryJob, context: WorkerContext, outcome: StoredOutcome): 
   });
 }
 
-function invalid(event: string, problems: string): UnrecoverableError {
-  return new UnrecoverableError(`job data is not a valid ${event} delivery: ${problems}`);
+function invalid(event: string, problems: string): NeverRetryError {
+  return new NeverRetryError(`job data is not a valid ${event} delivery: ${problems}`);
 }
 
 /**

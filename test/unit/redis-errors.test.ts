@@ -1,16 +1,16 @@
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/telemetry/logger';
 import {
-  classifyStoreError,
-  StorageUnavailableError,
-  UnstorableDeliveryError,
+  classifyEnqueueError,
+  EnqueueUnavailableError,
+  UnqueueableDeliveryError,
 } from '../../src/receiver/enqueue-errors';
 import { connectionLog, isConnectionError } from '../../src/redis/watch-redis';
 
-describe('classifyStoreError', () => {
+describe('classifyEnqueueError', () => {
   it('a stack overflow in serialisation is a body that can never be stored', () => {
-    expect(classifyStoreError(new RangeError('Maximum call stack size exceeded'))).toBeInstanceOf(
-      UnstorableDeliveryError,
+    expect(classifyEnqueueError(new RangeError('Maximum call stack size exceeded'))).toBeInstanceOf(
+      UnqueueableDeliveryError,
     );
   });
 
@@ -23,12 +23,12 @@ describe('classifyStoreError', () => {
     new Error('Connection is closed.'),
     Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' }),
   ])('Redis trouble is temporary: %s', (error) => {
-    expect(classifyStoreError(error)).toBeInstanceOf(StorageUnavailableError);
+    expect(classifyEnqueueError(error)).toBeInstanceOf(EnqueueUnavailableError);
   });
 
   it('anything else is ours, passed on as it is', () => {
     const bug = new TypeError("Cannot read properties of undefined (reading 'id')");
-    expect(classifyStoreError(bug)).toBe(bug);
+    expect(classifyEnqueueError(bug)).toBe(bug);
   });
 });
 

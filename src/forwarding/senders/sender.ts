@@ -1,3 +1,5 @@
+import type { NeverRetry } from '../../jobs/retry-policy.js';
+
 /** One message on its way: the id every destination carries, and the JSON body. */
 export interface Outgoing {
   readonly id: string;
@@ -26,6 +28,7 @@ export class ForwardError extends Error {
  * A refusal that no later attempt can change (a message over the server's maximum size, a
  * destination no longer configured): that destination fails at once, listed by `failures`.
  */
-export class PermanentForwardError extends ForwardError {
+export class PermanentForwardError extends ForwardError implements NeverRetry {
   override name = 'PermanentForwardError';
+  readonly neverRetry = true;
 }
