@@ -48,7 +48,7 @@ export interface DestinationControl {
   pause(name: string): Promise<boolean>;
   /** `forward resume`: true when this changed it. */
   resume(name: string): Promise<boolean>;
-  /** The destination's window on the house's limiter, at `perSecond`; the pause alone when unset. */
+  /** The destination's window on the one limiter (redis/), at `perSecond`; the pause alone when unset. */
   window(name: string, perSecond: number | undefined): Window;
 }
 

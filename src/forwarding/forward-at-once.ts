@@ -23,9 +23,9 @@ export const AT_ONCE_MS = 1000;
  * forward job's attempt would (attempt-destination.ts: its rate, its Retry-After, its failures
  * toward a pause); only what did not take it — failed, deferred, slow, paused — goes on the
  * forward queue, in one job whose id follows from the delivery job, carrying the attempts made.
- * When every destination answers at once, which is the usual case, there is no forward job: the
- * bench measured a second job per delivery, with its own Redis round trips, at half the worker's
- * items/s. Nothing is lost: the delivery job completes only after this resolves, so a worker
+ * When every destination answers at once, which is the usual case, there is no forward job: a
+ * second job per delivery, with its own Redis round trips, costs the worker far more than the
+ * send (docs/performance-history.md, "Figures behind the code"). Nothing is lost: the delivery job completes only after this resolves, so a worker
  * killed first leaves it to run again (at least once: those that took it get it again).
  */
 export async function forwardAtOnce(

@@ -1,5 +1,5 @@
 /**
- * THE backoff formula of the house: the n-th wait after a failure is `firstMs · 2ⁿ⁻¹`, at most
+ * THE backoff formula of the service: the n-th wait after a failure is `firstMs · 2ⁿ⁻¹`, at most
  * `maxMs`, with jitter so that what failed together does not retry together. Jobs (deliveries,
  * forwards), the provider client and the receiver's process restarts each give their own
  * numbers to this one formula.

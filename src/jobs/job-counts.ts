@@ -13,7 +13,7 @@ export type JobCounts = (...states: JobType[]) => Promise<Record<string, number>
 
 /**
  * Counts that never hang: while the connection is down they fail at once (BullMQ would wait for
- * it, for good when it was down at start: a scrape hung 629 s), and a Redis that accepts but does
+ * it, for good when it was down at start), and a Redis that accepts but does
  * not answer is cut off after JOB_COUNTS_DEADLINE_MS.
  */
 export function boundedJobCounts(

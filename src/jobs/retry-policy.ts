@@ -3,7 +3,7 @@ import { backoffDelay } from './backoff.js';
 
 /**
  * THE RETRY POLICY of jobs (deliveries and forwards), in the process that applies it: the
- * worker. Transient failures are retried after the house's backoff (backoff.ts) with "equal
+ * worker. Transient failures are retried after the one backoff formula (backoff.ts) with "equal
  * jitter", never sooner than the other side asked (an error's `retryAfterMs`: a CDN's or a
  * destination's Retry-After), until `attempts` attempts were made. Permanent failures are not
  * retried at all (isFinal): BullMQ's UnrecoverableError, or any error that says `neverRetry`.

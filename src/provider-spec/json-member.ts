@@ -1,8 +1,8 @@
 /**
  * The text of a top-level member of a JSON object, as written: `jsonMember('{"a":1e20}', 'a')`
  * is `1e20`, where JSON.parse and JSON.stringify would give 21 digits. Forwarding puts the
- * delivery's `data` in its message as the provider sent it; a re-serialised copy of a body of
- * `[1e20,…]` made a 1.5 MB delivery a 6.6 MB forward. Hand-written because neither JSON.parse
+ * delivery's `data` in its message as the provider sent it; a re-serialised copy may be
+ * several times the delivery. Hand-written because neither JSON.parse
  * (its reviver sees the source of primitives only, from Node 21) nor a streaming parser on npm
  * gives a value's source span for less than this one pass over the text.
  *

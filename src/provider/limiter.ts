@@ -12,7 +12,7 @@ export interface Limiter {
 }
 
 /**
- * The provider's per-key limits on the house's limiter (redis/sliding-window-limiter.ts): one
+ * The provider's per-key limits on the service's one limiter (redis/sliding-window-limiter.ts): one
  * window per (key, endpoint), both keys carrying the API key's id as hash tag.
  */
 export function createLimiter(

@@ -20,7 +20,7 @@ export function askedWaitMs(
 }
 
 /**
- * The wait before the provider client's next try (attempt 0 first): the house's backoff with
+ * The wait before the provider client's next try (attempt 0 first): the one backoff formula with
  * full jitter (AWS's), a random wait up to base·2ⁿ, capped, so clients sharing a limit do not
  * retry in step.
  */

@@ -8,8 +8,8 @@ const HOUR_MS = 3_600_000;
 /**
  * The TTS cache's bodies in the audio store, under `<AUDIO_DIR or S3_PREFIX>.archive/tts-cache/`:
  * the one place every host of a deployment reads (an S3 bucket, a shared volume), so a body one
- * host kept serves the others, as the index in the shared Redis promises. Host-local folders
- * made every other host call again (two hosts asked in turn six times: six calls, now one).
+ * host kept serves the others, as the index in the shared Redis promises; host-local folders
+ * would make every other host call again.
  * Redis itself is no place for bodies (`noeviction`, the queue's), and an index naming the host
  * that holds a body would still leave the other hosts calling. The store's `archive` is its
  * area for small files, in every store the framework has; bodies are filed by the hour they were

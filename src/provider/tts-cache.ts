@@ -22,7 +22,7 @@ export interface CachedAudio {
  * Where cached bodies live: never the queue's Redis, which is `noeviction` (a busy client would
  * fill it, and every delivery would then get 503). It must be one place for every host sharing
  * the Redis: the index there names a body, and a host that cannot read it would call the
- * provider again (two hosts, each with a folder of its own, asked in turn six times: six calls).
+ * provider again.
  * The CLI uses the audio store's (provider/store-cache-area.ts).
  */
 export interface BlobArea {
@@ -36,8 +36,8 @@ export interface BlobArea {
 
 /**
  * The lease one process holds while it calls the provider for everyone asking the same. Short,
- * and renewed while the call runs: a holder that dies is taken over within LEASE_MS (a 60 s
- * lease once stalled a rerun of `tts --file` for 59.9 s after the first run was killed).
+ * and renewed while the call runs: a holder that dies is taken over within LEASE_MS, so a rerun
+ * after a killed run waits at most that long.
  */
 const LEASE_MS = 2_000;
 const RENEW_EVERY_MS = 500;

@@ -3,8 +3,8 @@ import type { Delivery } from '../provider-spec/delivery.js';
 export interface DeliveryJobData {
   /**
    * The body as the provider sent it (its UTF-8 text); the worker parses it and checks it
-   * against the event's schema. Not a re-serialised object: `[1e20,…]` grew 4.6 times as one
-   * (1e20 is written as 21 digits), in a Redis that refuses every delivery once it is full.
+   * against the event's schema. Not a re-serialised object, which can be several times the
+   * body (1e20 is written as 21 digits), in a Redis that refuses every delivery once it is full.
    * Absent once the job is handled (`handled`).
    */
   readonly body?: string;

@@ -3,9 +3,9 @@ import { shownId, type DeliveryJobData } from './delivery-job-data.js';
 
 /**
  * A payload longer than this is replaced, once its job has done its work, by a record
- * (handledData): one more Redis call. A shorter one costs less to keep than that call: a job
- * completed with a 512-byte body holds under 2 KB (MEMORY USAGE), and the provider's own
- * bodies are about 200 to 400 bytes, so the common job pays nothing.
+ * (handledData): one more Redis call. A shorter one costs less to keep than that call (a
+ * handled delivery leaves at most 2 KB in Redis), and the provider's own bodies are shorter, so
+ * the common job pays nothing (docs/performance-history.md, "Figures behind the code").
  */
 export const PAYLOAD_KEPT_BELOW = 512;
 

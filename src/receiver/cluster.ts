@@ -72,7 +72,7 @@ export function runReceiverCluster(config: Config, logger: Logger): void {
       stopAll();
     } else if (!stopping) {
       earlyDeaths = lived >= RESTART_BACKOFF.stableMs ? 0 : earlyDeaths + 1;
-      // The first early death is replaced at once; from the second, the house's backoff.
+      // The first early death is replaced at once; from the second, the one backoff formula.
       const restartInMs =
         earlyDeaths <= 1
           ? 0

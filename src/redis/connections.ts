@@ -125,8 +125,8 @@ export function webStoreDeadlineMs(
  * made while Redis is away errors at once and becomes a 503, never a hang; `commandTimeout` bounds
  * a Redis that accepts the connection but does not answer (longer by the WAIT timeout, when
  * replicas must acknowledge). Auto-pipelining sends the adds of concurrent requests in one
- * write: it halves Redis's CPU per delivery (measured 44–53 against 80–96 µs,
- * docs/performance-history.md) at the same throughput.
+ * write: it about halves Redis's CPU per delivery at the same throughput
+ * (docs/performance-history.md, "Figures behind the code").
  */
 export function createWebRedis(
   config: RedisConfig & Pick<Config, 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
@@ -195,7 +195,7 @@ export async function readyOrFail(
 /**
  * Drops a connection that may already have ended. ioredis's disconnect() arms a 2 s timer that
  * only the socket's `close` event clears; after a refused connection the socket closed long ago,
- * so the timer kept a finished CLI (and Jest) alive for 2 s more.
+ * so that timer would keep a finished CLI (and Jest) alive.
  */
 export function dropConnection(redis: RedisConnection): void {
   if (redis.status !== 'end') redis.disconnect();

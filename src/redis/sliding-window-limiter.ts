@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { RedisConnection } from './connections.js';
 
 /**
- * THE LIMITER of the house, shared by every process on one Redis: an exact sliding log per
+ * The service's one rate limiter, shared by every process on one Redis: an exact sliding log per
  * window, one sorted-set entry per request admitted in the last `windowMs`, scored by Redis's own
  * clock (TIME) so the processes' clocks do not matter. The provider's per-key limits
  * (provider/limiter.ts) and each forward destination's `rate_per_second` use it. Written here
@@ -32,9 +32,8 @@ return math.max(1, tonumber(oldest[2]) + window - now)`;
 /**
  * Re-stamps an admitted request with the time its answer arrived. The other side counted the
  * request when it arrived, which was before it answered; so a slot reused a full window after
- * the answer is a full window after the other side's count too, whatever the latencies (a cold
- * process's first request took tens of ms longer to arrive than later ones, which a fixed margin
- * of 40 ms did not cover: one 429 in 150).
+ * the answer is a full window after the other side's count too, whatever the latencies, which
+ * no fixed margin covers (a cold process's first request arrives later than the others).
  */
 const SETTLE = `
 local t = redis.call('TIME')

@@ -11,8 +11,8 @@ export type CreateStore = (config: Config, logger: Logger) => Promise<AudioStore
 
 /**
  * How long opening the store may take, its check included. A hung mount (an NFS server gone, a
- * FUSE daemon stuck) never answers the probe write, and the worker used to wait for it for ever
- * without a line. Longer than the bucket check's own 10 s (s3/s3-audio-store.ts), so that one's
+ * FUSE daemon stuck) never answers the probe write: without a bound the worker would wait for
+ * it for ever without a line. Longer than the bucket check's own 10 s (s3/s3-audio-store.ts), so that one's
  * more precise message wins when it applies.
  */
 export const STORE_CHECK_DEADLINE_MS = 15_000;

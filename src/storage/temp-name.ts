@@ -8,8 +8,8 @@ import { hostname } from 'node:os';
  * `.partial-<writer>-<pid>-<random><counter>`. `<writer>` is a hash of the host name and the PID
  * namespace: under Docker every container's node is PID 1, and worker pods share AUDIO_DIR, so
  * `.partial-<pid>-<counter>` made two writers pick one name and the loser remove the winner's
- * temp (215 of 400 archive writes failed). Random per process, then a counter: unique without
- * asking the kernel for entropy per file (randomBytes was 1 % of a worker's CPU); and every
+ * temp. Random per process, then a counter: unique without asking the kernel for entropy per
+ * file, which costs CPU on every write (docs/performance-history.md, "Figures behind the code"); and every
  * writer opens with 'wx', which refuses a clash anyway.
  */
 export const WRITER_TAG = createHash('sha256')
@@ -66,7 +66,7 @@ export async function isAbandonedTemp(name: string, path: string): Promise<boole
     return Number(pid) === process.pid || !isAlive(Number(pid));
   }
   // On a shared volume another pod renames its temp file away between a readdir and this stat:
-  // that ENOENT once made a worker exit "fatal" at start.
+  // that ENOENT is no trouble of this process's, and must not stop its start.
   const info = await stat(path).catch((error: unknown) => {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;

@@ -42,8 +42,8 @@ export function createLogger(
         sync: true,
         colorize: (out as { isTTY?: boolean }).isTTY === true,
         translateTime: 'SYS:HH:MM:ss.l',
-        // One line per entry: a request's fields as indented YAML were 14 lines, the start line
-        // about 30, and a terminal showed two requests at a time. A stack trace keeps its lines.
+        // One line per entry: a request's fields as indented YAML take a screen for a few
+        // requests. A stack trace keeps its lines.
         singleLine: true,
         // A request reads as "request completed POST /webhooks 202 3 ms", then its other fields.
         messageFormat: requestMessage,

@@ -15,7 +15,7 @@ export class DeadlineError extends Error {
  * THE timeout helper: `work`, or a DeadlineError once `deadline` (ms from now, or a signal that
  * aborts, such as one attempt's timeoutSignal shared by its steps) has passed. BullMQ's
  * reads wait for a connection that may never come (a Queue made while Redis was down waits for
- * its first `ready` for good: a scrape hung 629 s), so every read outside the webhook route goes
+ * its first `ready` for good), so every read outside the webhook route goes
  * through this. A late settlement of `work` is ignored, never left unhandled.
  */
 export function withDeadline<T>(
@@ -51,8 +51,7 @@ export interface TimeoutSignal {
 /**
  * AbortSignal.timeout(ms) with a timer that ends with the work: AbortSignal.timeout's fires
  * whenever its span ends, long after the work, and builds a DOMException with a stack each
- * time. Per forward send (three destinations, a 1 s span) that was 10,800 late timers per
- * 3,600 items, 0.08 ms of the worker's main thread per item. Its reason is the same
+ * time, a cost paid per send (docs/performance-history.md, "Figures behind the code"). Its reason is the same
  * `TimeoutError` DOMException, so what reads a timeout from the signal reads this one too.
  */
 export function timeoutSignal(ms: number): TimeoutSignal {

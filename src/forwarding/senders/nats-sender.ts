@@ -21,9 +21,8 @@ import { ForwardError, PermanentForwardError, type Sender } from './sender.js';
  * socket on the `net.client.socket` channel from inside `net.connect`, which the client's
  * transport calls synchronously from its `connect(server, options)`, for the first connect and
  * every reconnect alike; the options are the connection's, and carry its set under SOCKETS.
- * Not an AsyncLocalStorage, which did this before: on Node 20 one in use tracks every promise
- * of the process, and the bench measured the worker's CPU per forwarded item at 5.4 ms with it,
- * 4.5 ms without. The transport is the client's own class (no exports map keeps it private);
+ * Not an AsyncLocalStorage: on Node 20 one in use tracks every promise of the process, which
+ * costs every forwarded item CPU (docs/performance-history.md, "Figures behind the code"). The transport is the client's own class (no exports map keeps it private);
  * a test fails if a version of `nats` no longer dials from there (forward-sender-leaks).
  */
 const SOCKETS = 'audioWebhooksSockets';

@@ -43,7 +43,7 @@ export function createLocalWrites(
       }
       // The rename is durable only once the directory entry is. The audio's entry becomes
       // durable with its metadata's, written next in the same directory: one directory fsync
-      // per item, not two (the bench's trace had 28 % of a job in them). Should a crash keep
+      // per item, not two: directory fsyncs are a large part of a job's time. Should a crash keep
       // the metadata's entry but not the audio's, the job runs again (not yet completed) and
       // finds no audio matching the metadata, so it downloads again.
       if (options?.entryDurableLater === true) return;

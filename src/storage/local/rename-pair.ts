@@ -6,8 +6,8 @@ import { tempName } from '../temp-name.js';
 
 /**
  * Renames of a pair before the job's retry takes over: each one past the first needs another
- * run's renames between two of this run's. 8 were used up in 2 of 100 rounds of six runs in three
- * stores on one directory before the random turns below; none of 800 rounds after them.
+ * run's renames between two of this run's, which the random turns below make rare
+ * (docs/performance-history.md, "Figures behind the code").
  */
 const ATTEMPTS = 32;
 

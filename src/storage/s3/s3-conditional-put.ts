@@ -9,8 +9,8 @@ import { statusOf } from './s3-storage-error.js';
 
 /**
  * Conditional PUTs of one write: each 412 after the first means another run of the item wrote.
- * With 3, one of six runs of an item at once failed (412 three times) within 15 rounds, and a
- * run that fails downloads again when retried.
+ * Enough for several runs of one item at once (a replay, a stalled job, a retry) to all finish,
+ * since a run that fails downloads again when retried (docs/performance-history.md, "Figures behind the code").
  */
 const CONDITIONAL_ATTEMPTS = 6;
 
@@ -22,7 +22,7 @@ const CONDITIONAL_ATTEMPTS = 6;
  * `still`, asked before each replacing PUT (after the look), stops the write when it answers
  * false. The first, create-only PUT does not ask: a run it lets through found no object of the
  * item, and any run that writes the item after it meets a 412 and asks then. Asking there too
- * cost a HEAD per item (S3 end to end fell from 0.67 to 0.48 of the naive worker's items/s).
+ * would cost a HEAD per item on the common path (docs/performance-history.md, "Figures behind the code").
  * What that leaves: a run killed between its audio and its metadata, after another run wrote
  * its metadata beside the killed run's audio, leaves that pair until the killed run's job runs
  * again (its check finds the metadata's SHA-256 is not the audio's and downloads again).

@@ -24,8 +24,7 @@ const PARTS_IN_FLIGHT = 1;
  *
  * Written here rather than with lib-storage's Upload: Upload gathers each part's chunks in a
  * list, then copies them into a fresh buffer, so a part lived twice and every part was new
- * garbage (the 200 MB file grew the process by 83 MB, more than the whole of bare undici's
- * download). Here each chunk is copied once, as it arrives, into one of PARTS_IN_FLIGHT + 1
+ * garbage, which grows the process by a good part of the file. Here each chunk is copied once, as it arrives, into one of PARTS_IN_FLIGHT + 1
  * part buffers allocated for the upload and reused: what it holds is those buffers, whatever
  * the file's size. A part is a Buffer, so the SDK's own retries can send it again.
  */
