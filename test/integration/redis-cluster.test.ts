@@ -1,10 +1,8 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { Cluster, Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
 import request from 'supertest';
 import { runCli } from '../../src/cli/main';
 import { serve } from '../../src/http-server/serve';
@@ -15,56 +13,26 @@ import { createLocalBlobArea } from '../../src/provider/local-blob-area';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { startWorkers } from '../../src/worker/start-workers';
 import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
-import { freePort, startPrivateRedis, type PrivateRedis } from '../../harness/private-redis';
+import { startPrivateCluster, type PrivateCluster } from '../helpers/private-cluster';
+import type { PrivateRedis } from '../../harness/private-redis';
 import { eventually, startSandboxProcess } from '../../harness/sandbox-process';
 import { signed, TEST_SECRET, testConfig } from '../helpers/test-receiver';
 
-// Issue #12, test 3: a Redis Cluster of three primaries made with `redis-cli --cluster create`.
-const run = promisify(execFile);
-let nodes: PrivateRedis[] = [];
+// Issue #12, test 3: a Redis Cluster of three primaries, no replicas (redis-cluster-failover
+// loses a primary).
+let cluster: PrivateCluster;
+let nodes: readonly PrivateRedis[] = [];
 let cdn: LocalCdn;
 
 beforeAll(async () => {
   // First, so that afterAll can always close it.
   cdn = await startLocalCdn();
-  // The bus port is chosen too: port + 10000, its default, may be another test's port.
-  nodes = await Promise.all(
-    [0, 1, 2].map(async () =>
-      startPrivateRedis({
-        args: [
-          '--cluster-enabled',
-          'yes',
-          '--cluster-node-timeout',
-          '2000',
-          '--cluster-port',
-          String(await freePort()),
-        ],
-      }),
-    ),
-  );
-  await run('redis-cli', [
-    '--cluster',
-    'create',
-    ...nodes.map((node) => `127.0.0.1:${node.port}`),
-    '--cluster-replicas',
-    '0',
-    '--cluster-yes',
-  ]);
-  await eventually(async () => {
-    const states = await Promise.all(
-      nodes.map(async (node) => {
-        const redis = new Redis(node.port, '127.0.0.1');
-        const info = await redis.cluster('INFO');
-        redis.disconnect();
-        return info.includes('cluster_state:ok');
-      }),
-    );
-    return states.every(Boolean) ? true : undefined;
-  });
+  cluster = await startPrivateCluster({ primaries: 3 });
+  nodes = cluster.nodes;
 }, 60_000);
 afterAll(async () => {
   await cdn.close();
-  for (const node of nodes) await node.stop();
+  await cluster.stop();
 });
 
 it('deliveries are accepted and deduplicated across connections, processed into files, and the CLI works', async () => {
