@@ -4,8 +4,11 @@
  * Meter, the atomic write of the local store or the S3 store) and reports bytes, time and peak
  * RSS growth.
  */
-import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { createHash, randomUUID } from 'node:crypto';
+import { createWriteStream, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Agent } from 'undici';
 import { createGuardedAgent } from '../src/download/guarded-agent.js';
 import { Meter } from '../src/download/meter.js';
 import { openDownload } from '../src/download/open-download.js';
@@ -19,8 +22,12 @@ interface ProbeRequest {
   readonly dir: string;
   readonly maxBytes: number;
   readonly sampleRss: boolean;
-  /** `bare`: discard the body with plain undici, the floor Node itself sets. */
-  readonly mode: 'worker' | 'bare';
+  /**
+   * `worker`: the worker's own code. `plain`: the same work done plainly, the baseline: a plain
+   * undici stream through a SHA-256 into a file, fsynced. `bare`: plain undici discarding the
+   * body, the ceiling Node itself sets.
+   */
+  readonly mode: 'worker' | 'plain' | 'bare';
   /** Into this bucket (AUDIO_STORE=s3) instead of the local store; credentials from the env. */
   readonly s3?: S3Settings;
 }
@@ -33,6 +40,7 @@ async function probe(request: ProbeRequest) {
     headersTimeoutMs: 30_000,
     bodyIdleTimeoutMs: 30_000,
   });
+  const plainAgent = new Agent({ connect: { ca: request.ca } });
   const store =
     request.s3 === undefined
       ? await createLocalAudioStore(request.dir)
@@ -47,13 +55,30 @@ async function probe(request: ProbeRequest) {
   let bytes = 0;
   const started = performance.now();
   for (const [i, url] of request.urls.entries()) {
-    if (request.mode === 'bare') {
-      const res = await agent.request({
+    if (request.mode !== 'worker') {
+      const res = await plainAgent.request({
         origin: new URL(url).origin,
         path: new URL(url).pathname,
         method: 'GET',
       });
-      for await (const chunk of sampled(res.body)) bytes += chunk.length;
+      if (request.mode === 'bare') {
+        for await (const chunk of sampled(res.body)) bytes += chunk.length;
+        continue;
+      }
+      const hash = createHash('sha256');
+      await pipeline(
+        sampled(res.body),
+        async function* (chunks) {
+          for await (const chunk of chunks as AsyncIterable<Buffer>) {
+            hash.update(chunk);
+            bytes += chunk.length;
+            yield chunk;
+          }
+        },
+        // `flush`: fsync before the file is closed.
+        createWriteStream(join(request.dir, `plain-${i}.bin`), { flush: true }),
+      );
+      hash.digest('hex');
       continue;
     }
     const opened = await openDownload(url, {
@@ -77,6 +102,7 @@ async function probe(request: ProbeRequest) {
   }
   const seconds = (performance.now() - started) / 1000;
   await agent.close();
+  await plainAgent.close();
   rmSync(request.dir, { recursive: true, force: true });
   return { bytes, seconds, rssGrowthBytes: rssPeak - rssBefore };
 

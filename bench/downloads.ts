@@ -1,6 +1,5 @@
-import { execFile, fork } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -8,7 +7,7 @@ import { promisify } from 'node:util';
 import { request } from 'undici';
 import type { S3Settings } from '../src/storage/s3/s3-audio-store.js';
 import type { LocalCdn } from '../harness/local-cdn.js';
-import { alternated, medianBy } from './lib.js';
+import { alternated, forkForAnswer, medianBy } from './lib.js';
 
 const MB = 1_000_000;
 
@@ -22,26 +21,24 @@ async function runProbe(
   cdn: LocalCdn,
   urls: string[],
   sampleRss: boolean,
-  mode: 'worker' | 'bare' = 'worker',
+  mode: 'worker' | 'plain' | 'bare' = 'worker',
   s3?: { readonly settings: S3Settings; readonly env: Record<string, string> },
 ): Promise<ProbeResult> {
-  const child = fork(join(__dirname, 'download-probe.js'), [], {
-    execArgv: ['--expose-gc'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    env: { ...process.env, ...s3?.env },
-  });
-  child.send({
-    ...(s3 === undefined ? {} : { s3: s3.settings }),
-    urls,
-    origin: cdn.origin,
-    ca: cdn.ca,
-    dir: mkdtempSync(join(tmpdir(), 'aw-bench-dl-')),
-    maxBytes: 1_000 * MB,
-    sampleRss,
-    mode,
-  });
-  const [result] = (await once(child, 'message')) as [ProbeResult];
-  return result;
+  const { answer } = await forkForAnswer(
+    join(__dirname, 'download-probe.js'),
+    {
+      ...(s3 === undefined ? {} : { s3: s3.settings }),
+      urls,
+      origin: cdn.origin,
+      ca: cdn.ca,
+      dir: mkdtempSync(join(tmpdir(), 'aw-bench-dl-')),
+      maxBytes: 1_000 * MB,
+      sampleRss,
+      mode,
+    },
+    { execArgv: ['--expose-gc'], env: s3?.env ?? {} },
+  );
+  return answer as ProbeResult;
 }
 
 /** curl to /dev/null, one process for all URLs (one connection, like the worker's agent). */
@@ -87,21 +84,23 @@ export async function runDownloads(cdn: LocalCdn, files = 20, fileMb = 50, bigMb
   cdn.route('/dl/big.mp3', serve(big));
 
   process.stderr.write(
-    `downloads: ${files} × ${fileMb} MB through the worker's downloader, curl and bare undici\n`,
+    `downloads: ${files} × ${fileMb} MB through the worker's downloader, the plain baseline, curl and bare undici\n`,
   );
-  // Three rounds, alternated, each kind first once, and each kind's median: one shot of each
-  // moved the ratio to bare undici between 0.65 and 0.93 from one whole run to the next.
+  // Three rounds, alternated, the order rotated each round, and each kind's median: one shot of
+  // each moves a ratio by a quarter from one whole run to the next.
   const runs = {
     ours: async () => (await runProbe(cdn, urls, false)).seconds,
+    plain: async () => (await runProbe(cdn, urls, false, 'plain')).seconds,
     curl: () => curlSeconds(cdn, urls),
     bare: () => bareUndiciSeconds(cdn, urls),
   };
   const rounds = await alternated(runs, [
-    ['ours', 'curl', 'bare'],
-    ['bare', 'ours', 'curl'],
-    ['curl', 'bare', 'ours'],
+    ['ours', 'plain', 'curl', 'bare'],
+    ['plain', 'bare', 'ours', 'curl'],
+    ['bare', 'curl', 'plain', 'ours'],
   ]);
   const ours = median(rounds.ours);
+  const plain = median(rounds.plain);
   const curl = median(rounds.curl);
   const bare = median(rounds.bare);
   process.stderr.write(`downloads: one ${bigMb} MB file for peak RSS growth\n`);
@@ -114,11 +113,14 @@ export async function runDownloads(cdn: LocalCdn, files = 20, fileMb = 50, bigMb
     files,
     fileMb,
     oursMBps: mbps(ours) ?? 0,
+    /** The baseline: plain undici through a SHA-256 into a file, fsynced. */
+    plainMBps: mbps(plain) ?? 0,
     curlMBps: mbps(curl),
     bareUndiciMBps: mbps(bare) ?? 0,
     /** MB/s of each round, in the order run; the figures above are their medians. */
     rounds: {
       ours: rounds.ours.map(mbps),
+      plain: rounds.plain.map(mbps),
       curl: rounds.curl.map(mbps),
       bare: rounds.bare.map(mbps),
     },

@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { archivedEntries } from '../harness/archive-entries.js';
 import { freePort } from '../harness/private-redis.js';
 import type { LocalCdn } from '../harness/local-cdn.js';
-import { cpuSecondsOf, postDeliveries, spawnWholeService, stop, watchSettledJobs } from './lib.js';
+import {
+  cpuSecondsOf,
+  postDeliveries,
+  spawnWholeService,
+  stop,
+  watchSettledJobs,
+  type NaiveWorker,
+} from './lib.js';
 
 /** Audio files, metadata files and archive entries, each counted apart. */
 export interface StoredCounts {
@@ -50,7 +57,7 @@ export interface EndToEndOptions {
   /** What was stored, when not in the run's AUDIO_DIR (a bucket). */
   readonly countStored?: () => Promise<StoredCounts>;
   /** A naive worker (bench/baselines/) instead of the service's: into files, or into S3. */
-  readonly naiveWorker?: 'local' | 's3';
+  readonly naiveWorker?: NaiveWorker;
   /**
    * What else must have happened before the run counts as done, given the distinct items
    * (forwarding: each item's message at every destination). @defaultValue nothing

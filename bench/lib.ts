@@ -1,11 +1,12 @@
+import { QueueEvents } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { Pool } from 'undici';
+import { DELIVERY_QUEUE } from '../src/queue/delivery-queue.js';
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
-import { QueueEvents } from 'bullmq';
-import { Pool } from 'undici';
-import { DELIVERY_QUEUE } from '../src/queue/delivery-queue.js';
 import { freePort } from '../harness/private-redis.js';
 import { sampleDelivery } from '../src/provider-spec/sample-delivery.js';
 import { signPayload } from '../src/provider-spec/signature.js';
@@ -117,6 +118,8 @@ export async function watchSettledJobs(redisUrl: string, prefix: string, expecte
   return { done, failed: () => failed, close: () => events.close() };
 }
 
+export type NaiveWorker = 'local' | 's3' | 's3-audio-only';
+
 /**
  * The service as docker-compose.yml runs it: a receiver process (ROLE=web, one process) on `port`
  * and a worker process (ROLE=worker) storing audio in `audioDir`, with the download settings and
@@ -128,16 +131,20 @@ export async function spawnWholeService(
   prefix: string,
   audioDir: string,
   extra: Record<string, string>,
-  /** A naive worker (bench/baselines/naive-worker.ts, or naive-s3-worker.ts) in place of the service's. */
-  naiveWorker?: 'local' | 's3',
+  /**
+   * A naive worker in place of the service's: bench/baselines/naive-worker.ts, or
+   * naive-s3-worker.ts writing both objects (`s3`) or the audio alone (`s3-audio-only`).
+   */
+  naiveWorker?: NaiveWorker,
 ): Promise<ChildProcess[]> {
   const common = { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, LOG_LEVEL: 'info', ...extra };
   const started = await Promise.allSettled([
     spawnService({ ...common, ROLE: 'web', WEB_CONCURRENCY: '1', PORT: String(port) }),
     naiveWorker !== undefined
-      ? forkBaseline(naiveWorker === 's3' ? 'naive-s3-worker' : 'naive-worker', {
+      ? forkBaseline(naiveWorker === 'local' ? 'naive-worker' : 'naive-s3-worker', {
           ...common,
           AUDIO_DIR: audioDir,
+          NAIVE_S3_OBJECTS: naiveWorker === 's3-audio-only' ? '1' : '2',
         })
       : spawnService({
           ...common,
@@ -215,4 +222,41 @@ export async function postDeliveries(
     await pool.close();
   }
   return non2xx;
+}
+
+/** Empties the bench's Redis and compacts its append-only file, and waits until it is done. */
+export async function freshRedis(redis: Redis): Promise<void> {
+  await redis.flushall();
+  const rewriting = async () =>
+    /^aof_rewrite_(in_progress|scheduled):1/m.test(await redis.info('persistence'));
+  // A rewrite already running must end before another can start.
+  while (await rewriting()) await sleep(100);
+  await redis.bgrewriteaof();
+  while (await rewriting()) await sleep(100);
+}
+
+/**
+ * Forks `script`, sends it `message`, and resolves with its one answer and its CPU seconds at
+ * that moment (start-up included), once it has exited. A child that exits without answering
+ * rejects, naming the script, instead of leaving the bench waiting.
+ */
+export async function forkForAnswer(
+  script: string,
+  message: Record<string, unknown>,
+  options: { execArgv?: string[]; env?: Record<string, string> } = {},
+): Promise<{ answer: unknown; cpu: number }> {
+  const child = fork(script, [], {
+    execArgv: options.execArgv ?? [],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, ...options.env },
+  });
+  const exited = once(child, 'exit');
+  child.send(message);
+  const answered = once(child, 'message') as Promise<[unknown]>;
+  const first = await Promise.race([answered, exited.then(() => undefined)]);
+  if (first === undefined)
+    throw new Error(`${script} exited with ${String(child.exitCode)} before answering`);
+  const cpu = cpuSecondsOf(child.pid);
+  await exited;
+  return { answer: first[0], cpu };
 }

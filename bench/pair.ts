@@ -15,26 +15,20 @@
  * the first tree's download apart (bench/download-parts.ts). Every run's CPU is printed per item
  * or per MB beside its throughput: on two shared cores it moves less than the throughput does.
  */
-import { fork } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { Redis } from 'ioredis';
-import { Agent, request } from 'undici';
 import { startCephGateway } from '../src/dev/ceph-gateway.js';
 import { startLocalCdn, type LocalCdn } from '../harness/local-cdn.js';
 import { startPrivateRedis } from '../harness/private-redis.js';
 import type { EndToEndOptions, EndToEndResult } from './end-to-end.js';
-import { PARTS, type Part } from './download-parts.js';
-import { cpuSecondsOf, medianBy } from './lib.js';
+import { freshRedis } from './lib.js';
+import { orders, pairDownloads, summary } from './pair-downloads.js';
 import { countObjects } from './stores.js';
 
-const MB = 1_000_000;
-
-interface Args {
+export interface Args {
   readonly s3: boolean;
   readonly downloads: boolean;
   readonly rounds: number;
@@ -75,22 +69,6 @@ function parseArgs(argv: readonly string[]): Args {
   };
 }
 
-/** Rotations of `kinds`, one per round: each kind first once in every `kinds.length` rounds. */
-function orders<Kind>(kinds: readonly Kind[], rounds: number): Kind[][] {
-  return Array.from({ length: rounds }, (_, round) =>
-    kinds.map((_, i) => kinds[(i + round) % kinds.length] as Kind),
-  );
-}
-
-function summary(name: string, values: readonly number[], unit: string, extra = ''): string {
-  const median = medianBy(values, (v) => v) ?? NaN;
-  return `${name}: median ${round(median)} ${unit} (rounds ${values.map(round).join(', ')})${extra}`;
-}
-
-function round(n: number): number {
-  return Math.round(n * 100) / 100;
-}
-
 /** Daemons the pair runs for every run (Ceph's, Redis): their CPU is the runs' too. */
 const DAEMONS = new Set(['radosgw', 'ceph-osd', 'ceph-mon', 'redis-server']);
 
@@ -111,16 +89,6 @@ function daemonsCpuSeconds(): number {
     sum += (Number(fields[11]) + Number(fields[12])) / 100;
   }
   return sum;
-}
-
-/** Empties Redis and compacts its append-only file, as the bench's stores section does. */
-async function freshRedis(redis: Redis): Promise<void> {
-  await redis.flushall();
-  const rewriting = async () =>
-    /^aof_rewrite_(in_progress|scheduled):1/m.test(await redis.info('persistence'));
-  while (await rewriting()) await new Promise((resolve) => setTimeout(resolve, 100));
-  await redis.bgrewriteaof();
-  while (await rewriting()) await new Promise((resolve) => setTimeout(resolve, 100));
 }
 
 async function pairS3(
@@ -234,136 +202,6 @@ async function pairS3(
     client.destroy();
     await gateway.stop();
   }
-}
-
-/**
- * Forks `script` with `message`, waits for its answer and its exit; `cpu` is the child's CPU
- * seconds when it answered (start-up included), from /proc.
- */
-async function forked(
-  script: string,
-  message: Record<string, unknown>,
-  options: { execArgv?: string[]; env?: Record<string, string> } = {},
-): Promise<{ result: { seconds: number; cpu?: number }; cpu: number }> {
-  const child = fork(script, [], {
-    execArgv: options.execArgv ?? [],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    env: { ...process.env, ...options.env },
-  });
-  child.send(message);
-  const [result] = (await once(child, 'message')) as [{ seconds: number; cpu?: number }];
-  const cpu = cpuSecondsOf(child.pid);
-  if (child.exitCode === null) await once(child, 'exit');
-  return { result, cpu };
-}
-
-/** One run of a tree's download probe (bench/download-probe.ts), its worker mode. */
-async function probe(
-  root: string,
-  cdn: LocalCdn,
-  urls: string[],
-  env: Record<string, string> = {},
-): Promise<{ seconds: number; cpu: number }> {
-  const { result, cpu } = await forked(
-    join(root, 'dist-bench', 'bench', 'download-probe.js'),
-    {
-      urls,
-      origin: cdn.origin,
-      ca: cdn.ca,
-      dir: mkdtempSync(join(tmpdir(), 'aw-pair-dl-')),
-      maxBytes: 1_000 * MB,
-      sampleRss: false,
-      mode: 'worker',
-    },
-    { execArgv: ['--expose-gc'], env },
-  );
-  return { seconds: result.seconds, cpu };
-}
-
-/** One run of the first tree's bench/download-parts.ts, up to `part`; its own CPU, not start-up. */
-async function parts(root: string, cdn: LocalCdn, urls: string[], part: Part) {
-  const { result } = await forked(join(root, 'dist-bench', 'bench', 'download-parts.js'), {
-    urls,
-    origin: cdn.origin,
-    ca: cdn.ca,
-    dir: mkdtempSync(join(tmpdir(), 'aw-pair-parts-')),
-    part,
-  });
-  return { seconds: result.seconds, cpu: result.cpu ?? NaN };
-}
-
-/** The bench's bare undici (bench/downloads.ts): in this process, beside the CDN. */
-async function bareInProcess(
-  cdn: LocalCdn,
-  urls: string[],
-): Promise<{ seconds: number; cpu: number }> {
-  const agent = new Agent({ connect: { ca: cdn.ca } });
-  const cpuBefore = process.cpuUsage();
-  const started = performance.now();
-  for (const url of urls) {
-    const res = await request(url, { dispatcher: agent });
-    for await (const _chunk of res.body) {
-      // discard
-    }
-  }
-  const seconds = (performance.now() - started) / 1000;
-  const cpu = process.cpuUsage(cpuBefore);
-  await agent.close();
-  return { seconds, cpu: (cpu.user + cpu.system) / 1e6 };
-}
-
-async function pairDownloads(args: Args, cdn: LocalCdn): Promise<string[]> {
-  const fileMb = 50;
-  const file = randomBytes(fileMb * MB);
-  const urls = Array.from(
-    { length: args.files },
-    (_, i) => `${cdn.origin}/dl/${fileMb}mb-${i}.mp3`,
-  );
-  for (const url of urls)
-    cdn.route(new URL(url).pathname, (_req, res) => {
-      res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': file.length }).end(file);
-    });
-  const first = args.trees[0]?.root ?? '';
-  type Measure = () => Promise<{ seconds: number; cpu: number }>;
-  const kinds: { name: string; run: Measure }[] = [
-    {
-      name: 'bare undici, in the bench process (the target baseline)',
-      run: () => bareInProcess(cdn, urls),
-    },
-    ...args.trees.map(({ name, root }) => ({
-      name: `worker's code (${name})`,
-      run: () => probe(root, cdn, urls),
-    })),
-    ...args.variants.map(({ name, env }) => ({
-      name: `worker's code (${args.trees[0]?.name ?? ''}, ${name})`,
-      run: () => probe(first, cdn, urls, env),
-    })),
-    ...(args.parts ? PARTS : []).map((part) => ({
-      name: `part: ${part}`,
-      run: () => parts(first, cdn, urls, part),
-    })),
-  ];
-  const results = new Map<string, { seconds: number; cpu: number }[]>();
-  for (const order of orders(kinds, args.rounds)) {
-    for (const kind of order) {
-      process.stderr.write(`pair: ${kind.name}\n`);
-      const result = await kind.run();
-      results.set(kind.name, [...(results.get(kind.name) ?? []), result]);
-    }
-  }
-  const mb = args.files * fileMb;
-  return kinds.map(({ name }) => {
-    const runs = results.get(name) ?? [];
-    return `${summary(
-      name,
-      runs.map((r) => mb / r.seconds),
-      'MB/s',
-    )}; ${summary(
-      'CPU',
-      runs.map((r) => (r.cpu / mb) * 1000),
-      'ms per MB',
-    )}`;
-  });
 }
 
 async function main(): Promise<void> {

@@ -22,7 +22,10 @@ export interface StoresResult {
   /** The S3 runs' WORKER_CONCURRENCY, measured as the local store's is. */
   readonly s3Concurrency: Awaited<ReturnType<typeof sweepConcurrency>>;
   readonly naive: EndToEndResult;
+  /** The naive S3 worker writing both objects: the S3 target's baseline. */
   readonly naiveS3: EndToEndResult;
+  /** The naive S3 worker writing the audio alone: one run, printed for information. */
+  readonly naiveS3AudioOnly: EndToEndResult;
   readonly local: EndToEndResult;
   readonly s3: EndToEndResult;
   /** The service's worker with ARCHIVE_RETENTION_HOURS=0: what the archive costs. */
@@ -32,6 +35,7 @@ export interface StoresResult {
   readonly itemsPerSecond: {
     readonly naive: number;
     readonly naiveS3: number;
+    readonly naiveS3AudioOnly: number;
     readonly local: number;
     readonly s3: number;
     readonly localNoArchive: number;
@@ -153,6 +157,13 @@ export async function runStores(
     const naiveS3 = medianRun(s3Rounds.naiveS3);
     const s3 = medianRun(s3Rounds.s3);
     const s3NoArchive = medianRun(s3Rounds.s3NoArchive);
+    process.stderr.write('stores: the naive S3 worker writing the audio alone (information)\n');
+    await fresh();
+    const naiveS3AudioOnly = await runEndToEnd(redisUrl, cdn, {
+      workerConcurrency: s3Concurrency.best,
+      naiveWorker: 's3-audio-only',
+      ...inBucket('naive/', await newBucket()),
+    });
     const s3Downloads = await runS3Downloads(cdn, {
       settings: {
         s3Bucket: await newBucket(),
@@ -166,6 +177,7 @@ export async function runStores(
     const itemsPerSecond = {
       naive: perSecond(naive),
       naiveS3: perSecond(naiveS3),
+      naiveS3AudioOnly: perSecond(naiveS3AudioOnly),
       local: perSecond(local),
       s3: perSecond(s3),
       localNoArchive: perSecond(localNoArchive),
@@ -176,6 +188,7 @@ export async function runStores(
       s3Concurrency,
       naive,
       naiveS3,
+      naiveS3AudioOnly,
       local,
       s3,
       localNoArchive,

@@ -1,0 +1,117 @@
+/**
+ * The stores' and the downloads' sections as printed, and their targets: each against its
+ * baseline of the same run (the naive workers; the plain download; bare undici's memory).
+ */
+import type { runDownloads } from './downloads.js';
+import { ratio } from './lib.js';
+import { exact, rate, type Section, type Target } from './section.js';
+import type { StoresResult } from './stores.js';
+
+export type Downloads = Awaited<ReturnType<typeof runDownloads>>;
+
+/** RSS growth for a 200 MB file may exceed bare undici's own growth by this much, in MB. */
+const RSS_ABOVE_BARE_MB = 16;
+
+export function storesSection(stores: StoresResult, downloads: Downloads): Section<StoresResult> {
+  const line = (name: string, run: StoresResult['local'], perSecond: number, toNaive?: number) =>
+    `| ${name} | ${run.seconds} | ${perSecond} | ${toNaive ?? 1} | ${run.audioFiles} / ${run.metadataFiles} / ${run.archiveEntries} | ${run.failedJobs} | ${run.workerCpuSeconds} | ${run.workerCpuMsPerItem} |`;
+  const big = stores.s3Downloads;
+  const ips = stores.itemsPerSecond;
+  const targets: Target[] = [
+    [
+      `end to end, local store ≥ 0.5 × the naive worker's items/s (WORKER_CONCURRENCY=${stores.workerConcurrency})`,
+      rate(stores.local) >= 0.5 * rate(stores.naive),
+      `${exact(rate(stores.local), rate(stores.naive))} (${ips.local} / ${ips.naive} items/s)`,
+    ],
+    [
+      `end to end, S3 ≥ 0.9 × the naive S3 worker writing both objects (same gateway, same SDK client settings, WORKER_CONCURRENCY=${stores.s3Concurrency.best})`,
+      rate(stores.s3) >= 0.9 * rate(stores.naiveS3),
+      `${exact(rate(stores.s3), rate(stores.naiveS3))} (${ips.s3} / ${ips.naiveS3} items/s; the naive worker writing the audio alone: ${ips.naiveS3AudioOnly} items/s)`,
+    ],
+    [
+      'worker CPU per item, local store ≤ 2 × the naive worker',
+      stores.local.workerCpuMsPerItem <= 2 * stores.naive.workerCpuMsPerItem,
+      `${exact(stores.local.workerCpuMsPerItem, stores.naive.workerCpuMsPerItem)} (${stores.local.workerCpuMsPerItem} / ${stores.naive.workerCpuMsPerItem} ms; S3 ${stores.s3.workerCpuMsPerItem} ms, naive S3 ${stores.naiveS3.workerCpuMsPerItem} ms)`,
+    ],
+    [
+      'end to end into S3: 9,000 audio, 9,000 metadata objects and 9,000 archive entries, 0 failed jobs',
+      stores.s3.audioFiles === 9000 &&
+        stores.s3.metadataFiles === 9000 &&
+        stores.s3.archiveEntries === 9000 &&
+        stores.s3.failedJobs === 0,
+      `${stores.s3.audioFiles} / ${stores.s3.metadataFiles} / ${stores.s3.archiveEntries}, ${stores.s3.failedJobs} failed`,
+    ],
+    [
+      'large files into S3 ≥ 0.5 × `curl -T` to the same gateway',
+      big.curlPutMBps !== null && big.s3MBps >= 0.5 * big.curlPutMBps,
+      `${big.curlPutMBps === null ? 'no curl' : exact(big.s3MBps, big.curlPutMBps)} (${big.s3MBps} / ${big.curlPutMBps ?? 'n/a'} MB/s)`,
+    ],
+    [
+      `RSS growth for a ${downloads.bigFileMb} MB file into S3 ≤ bare undici's for the same download + ${RSS_ABOVE_BARE_MB} MB`,
+      big.rssGrowthMb <= downloads.rssGrowthBareUndiciMb + RSS_ABOVE_BARE_MB,
+      `${big.rssGrowthMb} MB against ${downloads.rssGrowthBareUndiciMb} + ${RSS_ABOVE_BARE_MB} MB`,
+    ],
+  ];
+  return {
+    title: `Stores side by side (${stores.local.deliveries} deliveries, ${stores.local.duplicates} duplicates, 64 KB; WORKER_CONCURRENCY=${stores.workerConcurrency} local, ${stores.s3Concurrency.best} S3)`,
+    figures: stores,
+    lines: [
+      `WORKER_CONCURRENCY for S3, measured with ${stores.s3Concurrency.deliveries} deliveries each: ${stores.s3Concurrency.runs.map((r) => `${r.concurrency} → ${r.filesPerSecond} items/s`).join(', ')}; fastest: ${stores.s3Concurrency.best}`,
+      '',
+      `The local runs, three rounds in different orders, items/s (the median of each is in the table): naive ${stores.localRounds.naive.join(', ')}; service ${stores.localRounds.local.join(', ')}; service, archive off ${stores.localRounds.localNoArchive.join(', ')}; the S3 runs, likewise: naive S3 ${stores.s3Rounds.naiveS3.join(', ')}; service ${stores.s3Rounds.s3.join(', ')}; service, archive off ${stores.s3Rounds.s3NoArchive.join(', ')}`,
+      '',
+      '| worker | seconds | items/s | × its naive worker | audio / metadata / archive stored | failed jobs | worker CPU s | worker CPU ms per item |',
+      '|---|---|---|---|---|---|---|---|',
+      line('naive (fetch → write, no checks, no fsync)', stores.naive, ips.naive),
+      line(
+        'naive S3 (fetch → two PutObjects: audio and metadata, same SDK client)',
+        stores.naiveS3,
+        ips.naiveS3,
+      ),
+      line(
+        'naive S3, the audio alone (one run, for information)',
+        stores.naiveS3AudioOnly,
+        ips.naiveS3AudioOnly,
+      ),
+      line('service, local store', stores.local, ips.local, stores.localToNaive),
+      line('service, S3 (Ceph RGW)', stores.s3, ips.s3, stores.s3ToNaiveS3),
+      line(
+        'service, local store, archive off (ARCHIVE_RETENTION_HOURS=0)',
+        stores.localNoArchive,
+        ips.localNoArchive,
+        ratio(ips.localNoArchive, ips.naive),
+      ),
+      line(
+        'service, S3, archive off (ARCHIVE_RETENTION_HOURS=0)',
+        stores.s3NoArchive,
+        ips.s3NoArchive,
+        ratio(ips.s3NoArchive, ips.naiveS3),
+      ),
+      '',
+      `Large files into S3: ${big.files} × ${big.fileMb} MB at ${big.s3MBps} MB/s through the worker's code (\`curl -T\` of the same files to the same gateway: ${big.curlPutMBps ?? 'n/a'} MB/s, ratio ${big.curlPutMBps === null ? 'n/a' : ratio(big.s3MBps, big.curlPutMBps)}); peak RSS growth for one ${downloads.bigFileMb} MB file into S3: ${big.rssGrowthMb} MB (into the local store: ${downloads.rssGrowthMb} MB; bare undici: ${downloads.rssGrowthBareUndiciMb} MB); medians of three alternated rounds, MB/s: worker ${big.rounds.ours.join(', ')}; \`curl -T\` ${big.rounds.curl.join(', ')}`,
+    ],
+    targets,
+  };
+}
+
+export function downloadsSection(d: Downloads): Section<Downloads> {
+  return {
+    title: 'Downloads',
+    figures: d,
+    lines: [
+      `${d.files} × ${d.fileMb} MB: the worker's code ${d.oursMBps} MB/s; the plain baseline (undici → SHA-256 → a file, fsynced) ${d.plainMBps} MB/s (ratio ${ratio(d.oursMBps, d.plainMBps)}); ceilings: bare undici discarding the body ${d.bareUndiciMBps} MB/s, curl to /dev/null ${d.curlMBps ?? 'n/a'} MB/s. Peak RSS growth for one ${d.bigFileMb} MB file: ${d.rssGrowthMb} MB (one ${d.fileMb} MB file: ${d.rssGrowthSmallFileMb} MB; bare undici discarding the ${d.bigFileMb} MB file: ${d.rssGrowthBareUndiciMb} MB). Medians of three alternated rounds, MB/s: worker ${d.rounds.ours.join(', ')}; plain ${d.rounds.plain.join(', ')}; curl ${d.rounds.curl.join(', ')}; bare undici ${d.rounds.bare.join(', ')}`,
+    ],
+    targets: [
+      [
+        "downloads through the worker's own code ≥ 0.9 × the plain baseline (undici → SHA-256 → a file, fsynced)",
+        d.oursMBps >= 0.9 * d.plainMBps,
+        `${exact(d.oursMBps, d.plainMBps)} (${d.oursMBps} / ${d.plainMBps} MB/s; bare undici ${d.bareUndiciMBps}, curl ${d.curlMBps ?? 'n/a'} MB/s)`,
+      ],
+      [
+        `RSS growth for a ${d.bigFileMb} MB file into the local store ≤ bare undici's for the same download + ${RSS_ABOVE_BARE_MB} MB`,
+        d.rssGrowthMb <= d.rssGrowthBareUndiciMb + RSS_ABOVE_BARE_MB,
+        `${d.rssGrowthMb} MB against ${d.rssGrowthBareUndiciMb} + ${RSS_ABOVE_BARE_MB} MB`,
+      ],
+    ],
+  };
+}
