@@ -67,6 +67,9 @@ export class Inbox {
           ),
         );
       }, timeoutMs);
+      // A deadline keeps nothing alive: a waiter that lost a race would otherwise hold the
+      // Jest worker open until it fires.
+      timer.unref();
       this.waiters.push(waiter);
     });
   }

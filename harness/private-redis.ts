@@ -155,6 +155,9 @@ export function whenReady(
       client.off('ready', onReady);
       reject(new Error(`Redis client not ready after ${timeoutMs} ms (status ${client.status})`));
     }, timeoutMs);
+    // A deadline keeps nothing alive: a waiter that lost a race would otherwise hold the
+    // Jest worker open until it fires.
+    timer.unref();
     client.once('ready', onReady);
   });
 }

@@ -107,6 +107,9 @@ export async function startTestPipeline(
             ),
           );
         }, timeoutMs);
+        // A deadline keeps nothing alive: a waiter that lost a race would otherwise hold the
+        // Jest worker open until it fires.
+        timer.unref();
         waiters.set(dataId, [...(waiters.get(dataId) ?? []), waiter]);
       });
     },
