@@ -53,7 +53,7 @@ export async function runArchiveQueries(
       ArchiveModules,
       'createArchive'
     >),
-    ...(require(join(root, 'dist', 'storage', 'local-archive-area.js')) as Pick<
+    ...(require(join(root, 'dist', 'storage', 'local', 'local-archive-area.js')) as Pick<
       ArchiveModules,
       'createLocalArchiveArea'
     >),

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm start` and `npm run dev` run what src/ holds now: an incremental build (a few seconds when
-// little changed), then the build's src/custom/ files whose source is gone are removed, since
-// the service loads src/custom/ by what exists (src/load-custom.ts) and tsc never deletes output.
+// little changed), then the build's files whose source is gone are removed, since tsc never
+// deletes output: the service loads src/custom/ by what exists (src/load-custom.ts), and a
+// module left at an old path would keep loading there.
 // `npm ci` runs it too (the `prepare` script), so the first `npm start` after it finds the build
 // current: with a bare `tsc` there, that start rebuilt everything, 13 to 25 s without a word.
 'use strict';
@@ -49,11 +50,25 @@ if (whole !== undefined || changed) {
   // is newer and built next time.
   utimesSync(buildInfo, started, started);
 }
-const built = join(root, 'dist', 'custom');
-if (existsSync(built)) {
-  for (const name of readdirSync(built)) {
-    const stem = name.replace(/\.(js|js\.map|d\.ts|d\.ts\.map)$/, '');
-    if (!existsSync(join(root, 'src', 'custom', `${stem}.ts`))) rmSync(join(built, name));
+removeOrphans(join(root, 'dist'), join(root, 'src'));
+
+/**
+ * Removes what the build holds for sources that are gone (a file moved, renamed or deleted), and
+ * the folders left empty: a module left behind would still load, and a test or a script naming
+ * its old path would pass here and fail on a fresh clone.
+ */
+function removeOrphans(built, source) {
+  if (!existsSync(built)) return;
+  for (const entry of readdirSync(built, { withFileTypes: true })) {
+    const path = join(built, entry.name);
+    if (entry.isDirectory()) {
+      removeOrphans(path, join(source, entry.name));
+      if (readdirSync(path).length === 0) rmSync(path, { recursive: true });
+      continue;
+    }
+    const stem = entry.name.replace(/\.(js|js\.map|d\.ts|d\.ts\.map)$/, '');
+    if (stem === entry.name) continue; // not a build output (.tsbuildinfo)
+    if (!existsSync(join(source, `${stem}.ts`))) rmSync(path);
   }
 }
 

@@ -49,7 +49,7 @@ const heard = async () => (await lines.next()).value;
 it('two archive writers that share a PID, on one directory: every write lands, none removes another’s', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'aw-shared-archive-'));
   const script = `${COMMON}
-const { createLocalArchiveArea } = require(join(dist, 'storage', 'local-archive-area.js'));
+const { createLocalArchiveArea } = require(join(dist, 'storage', 'local', 'local-archive-area.js'));
 (async () => {
   const area = createLocalArchiveArea(dir);
   console.log('pid ' + process.pid);
@@ -75,7 +75,7 @@ it('two workers that share a PID archive into one directory at once: each append
   const dir = mkdtempSync(join(tmpdir(), 'aw-shared-segments-'));
   const script = `${COMMON}
 const { createArchive } = require(join(dist, 'archive', 'archive.js'));
-const { createLocalArchiveArea } = require(join(dist, 'storage', 'local-archive-area.js'));
+const { createLocalArchiveArea } = require(join(dist, 'storage', 'local', 'local-archive-area.js'));
 (async () => {
   const archive = createArchive(createLocalArchiveArea(dir));
   console.log('pid ' + process.pid);
@@ -123,7 +123,7 @@ it('a worker starting beside another that shares its PID leaves that one’s dow
   // A: a write whose source waits for a line on stdin, so its temp file stays open meanwhile.
   const writing = pidOne(
     `${COMMON}
-const { createLocalAudioStore } = require(join(dist, 'storage', 'local-audio-store.js'));
+const { createLocalAudioStore } = require(join(dist, 'storage', 'local', 'local-audio-store.js'));
 (async () => {
   const store = await createLocalAudioStore(dir);
   const done = store.write('item.wav', (async function* () {
@@ -143,7 +143,7 @@ const { createLocalAudioStore } = require(join(dist, 'storage', 'local-audio-sto
   // B: a worker's start-up clean-up, as createWorkerContext runs it.
   const starting = pidOne(
     `${COMMON}
-const { createLocalAudioStore } = require(join(dist, 'storage', 'local-audio-store.js'));
+const { createLocalAudioStore } = require(join(dist, 'storage', 'local', 'local-audio-store.js'));
 (async () => {
   const store = await createLocalAudioStore(dir);
   console.log(JSON.stringify(await store.removeStaleTemps()));

@@ -20,7 +20,7 @@ it('unwritten() drops whole buffers, then cuts into the first one not written in
  * default turns an unhandled rejection into a crash. Jest's own process events would hide it.
  */
 const SCENARIO = `
-const { writeBatched } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'storage', 'local-audio-store.js'))});
+const { writeBatched } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'storage', 'local', 'local-audio-store.js'))});
 const { open } = require('node:fs/promises');
 const { setImmediate: nextTurn } = require('node:timers/promises');
 (async () => {
