@@ -56,6 +56,7 @@ async function main(): Promise<void> {
           telemetry: tracing?.telemetry,
           inCluster: cluster.isWorker,
           customEvents: custom.events,
+          customStore: custom.createStore,
         });
   const workers =
     config.role === 'web'

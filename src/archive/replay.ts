@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DeliveryQueue } from '../queue/delivery-queue.js';
 import { withDeadline } from '../util/deadline.js';
 import type { ArchivedDelivery } from './archived-delivery.js';
+import type { DeliveryTimeline } from '../records/delivery-timeline.js';
 
 /** Jobs put on the queue in one round trip. */
 export const REPLAY_BATCH = 500;
@@ -50,6 +51,8 @@ export interface ReplayOptions {
    * before it). @defaultValue `--since <from>` alone
    */
   readonly resumeCommand?: (from: string) => string;
+  /** Where each replay queued is noted (`replayed`), for the inspector. @defaultValue none */
+  readonly timeline?: DeliveryTimeline | undefined;
 }
 
 /**
@@ -145,6 +148,7 @@ export async function replayDeliveries(
     }));
     const added = await withDeadline(queue.addBulk(jobs), REDIS_DEADLINE_MS, 'Redis');
     const queued = added.filter((job, index) => job.id === jobs[index]?.opts.jobId).length;
+    await noteReplays(options.timeline, batch, added, jobs);
     report({
       seen: progress.seen + batch.length,
       queued: progress.queued + queued,
@@ -162,4 +166,34 @@ export async function replayDeliveries(
   }
   await add(batch);
   return { seen: progress.seen, queued: progress.queued, alreadyQueued: progress.alreadyQueued };
+}
+
+/** `replayed` in the timeline of each delivery of a batch that was queued again. */
+async function noteReplays(
+  timeline: DeliveryTimeline | undefined,
+  batch: readonly ArchivedDelivery[],
+  added: readonly { readonly id?: string | undefined }[],
+  jobs: readonly { readonly opts: { readonly jobId: string } }[],
+): Promise<void> {
+  if (timeline === undefined) return;
+  await Promise.all(
+    batch.map(async (entry, index) => {
+      const jobId = jobs[index]?.opts.jobId;
+      if (jobId === undefined || added[index]?.id !== jobId) return;
+      const subject = {
+        event: entry.event,
+        id: entry.id,
+        receivedAt: Date.parse(entry.received_at),
+      };
+      // A replay is queued whatever becomes of its note: never a reason to stop one.
+      await timeline
+        .record(subject, {
+          code: 'P',
+          detail: jobId,
+          state: 'q',
+          failedIndex: '-',
+        })
+        .catch(() => undefined);
+    }),
+  );
 }

@@ -1,8 +1,7 @@
 import type { Job } from 'bullmq';
 import type { Config } from '../config/config.js';
-import { resolveDestinations } from '../config/resolve-destinations.js';
 import { destinationControl } from '../forwarding/destination-control.js';
-import { listedDestinations, type RosterEntry } from '../forwarding/destination-roster.js';
+import { knownDestinations } from '../forwarding/destination-roster.js';
 import { createForwardQueue, type ForwardJobData } from '../forwarding/forward-queue.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { UsageError } from './cli-errors.js';
@@ -26,7 +25,7 @@ export async function forwardControlCommand(
   redis: RedisConnection,
   output: Output,
 ): Promise<number> {
-  const destinations = await knownDestinations(config, redis);
+  const destinations = await knownDestinations(config, redis, config.queuePrefix);
   const names = destinations.map((d) => d.name);
   const control = destinationControl(redis, config.queuePrefix, names, {
     pauseAfter: config.forwardPauseAfter,
@@ -78,16 +77,6 @@ export async function forwardControlCommand(
     );
   }
   return 0;
-}
-
-/** This shell's destinations, then those only the workers announced. */
-async function knownDestinations(
-  config: Config,
-  redis: RedisConnection,
-): Promise<readonly RosterEntry[]> {
-  const own = resolveDestinations(config).map(({ name, kind }) => ({ name, kind }));
-  const listed = await listedDestinations(redis, config.queuePrefix);
-  return [...own, ...listed.filter(({ name }) => !own.some((mine) => mine.name === name))];
 }
 
 /**

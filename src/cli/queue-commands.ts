@@ -2,7 +2,7 @@ import type { Job } from 'bullmq';
 import { jobItemId, type DeliveryJobData } from '../queue/delivery-job-data.js';
 import { type DeliveryQueue } from '../queue/delivery-queue.js';
 import { OperationalError } from './cli-errors.js';
-import type { ForwardJobData, ForwardQueue } from '../forwarding/forward-queue.js';
+import { retryAfresh, type ForwardQueue } from '../forwarding/forward-queue.js';
 import { printRows, type Output, type Row } from './print.js';
 import { counted } from '../util/counted.js';
 import { createFailureLog, type RecordedFailure } from '../records/failure-log.js';
@@ -177,19 +177,6 @@ export async function retryFailed(
   await retryAfresh(job);
   output.out(`job ${jobId} put back on the queue\n`);
   return 0;
-}
-
-const FRESH_ATTEMPTS = { resetAttemptsMade: true, resetAttemptsStarted: true } as const;
-
-/**
- * A failed job back on the queue with fresh attempts, and a forward's state per destination
- * cleared: one that failed for its stalls still names those given up, and each is tried again.
- * (BullMQ keeps a job's count of stalls, `stc`, through a retry, and offers no call to reset it.)
- */
-async function retryAfresh(job: Job): Promise<void> {
-  const { refused, tries, due, heldSince, ...rest } = job.data as Partial<ForwardJobData>;
-  if (refused ?? tries ?? due ?? heldSince) await job.updateData(rest);
-  await job.retry('failed', FRESH_ATTEMPTS);
 }
 
 /** Failed jobs read per round trip by `retry --all`: a page, not the whole failed set. */

@@ -12,6 +12,7 @@ import { loadCustom } from '../load-custom.js';
 import { createLogger } from '../telemetry/logger.js';
 import { createDeliveryQueue } from '../queue/delivery-queue.js';
 import type { RedisConnection } from '../redis/connections.js';
+import { deliveryTimeline, timelineTtlMs } from '../records/delivery-timeline.js';
 import type { ArchiveArea } from '../storage/audio-store.js';
 import { createAudioStore } from '../storage/create-audio-store.js';
 import { OperationalError, UsageError } from './cli-errors.js';
@@ -239,6 +240,7 @@ export async function runReplay(
       const done = await replayDeliveries(queue, tracked, {
         ...limits,
         resumeCommand: (from) => resumeCommand(args, query, from),
+        timeline: deliveryTimeline(redis, config.queuePrefix, timelineTtlMs(config)),
         onProgress(step) {
           const waiting =
             step.waitingOnBacklog === undefined

@@ -52,7 +52,7 @@ export const STORAGE_SETTINGS = {
   ARCHIVE_RETENTION_HOURS: {
     schema: int(0, 24 * 365 * 10),
     default: '168',
-    readBy: ['worker', 'cli'],
-    doc: 'every accepted delivery is archived in the audio store (`.archive/`) for this long, for `replay`; `0`: no archive',
+    readBy: ['web', 'worker', 'cli'],
+    doc: 'every accepted delivery is archived in the audio store (`.archive/`) for this long, for `replay` (and the inspector keeps each delivery’s timeline as long); `0`: no archive',
   },
 } as const satisfies Record<string, SettingSpec>;

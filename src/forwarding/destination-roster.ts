@@ -1,4 +1,5 @@
 import type { Destination } from '../config/destinations.js';
+import { resolveDestinations } from '../config/resolve-destinations.js';
 import type { RedisConnection } from '../redis/connections.js';
 
 /** A destination some worker forwards to, as the roster shows it: nothing that can hold a secret. */
@@ -102,4 +103,18 @@ export function announceDestinations(
       await running;
     },
   };
+}
+
+/**
+ * The destinations this process's own FORWARD_URLS and FORWARD_CONFIG name, then those only the
+ * workers announced: the CLI and the inspector often run where neither is set.
+ */
+export async function knownDestinations(
+  config: Parameters<typeof resolveDestinations>[0],
+  redis: RedisConnection,
+  prefix: string,
+): Promise<readonly RosterEntry[]> {
+  const own = resolveDestinations(config).map(({ name, kind }) => ({ name, kind }));
+  const listed = await listedDestinations(redis, prefix);
+  return [...own, ...listed.filter(({ name }) => !own.some((mine) => mine.name === name))];
 }

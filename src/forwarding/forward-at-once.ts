@@ -3,6 +3,7 @@ import { forwardJobId, type ForwardJobData, type ForwardQueue } from './forward-
 import { attemptDestination } from './attempt-destination.js';
 import type { ForwardMessage } from './forward-message.js';
 import { messageId } from './message-id.js';
+import { noteForwards } from './forward-steps.js';
 import {
   logFailures,
   pendingData,
@@ -15,6 +16,8 @@ import {
  * that has not answered by then is left to a forward job, with no attempt counted.
  */
 export const AT_ONCE_MS = 1000;
+
+const NOTHING_SETTLED = { givenUp: {}, progress: { tries: new Map(), heldSince: new Map() } };
 
 /**
  * Forwards a handled delivery's message from the delivery job itself, to every destination whose
@@ -36,7 +39,14 @@ export async function forwardAtOnce(
   deps: SendForwardDeps,
 ): Promise<void> {
   const wanting = destinations.filter((d) => d.filter?.matches(message.fields) ?? true);
-  if (wanting.length === 0) return;
+  const subject = { event: message.type, id: message.id, receivedAt: Date.now() };
+  const filtered = destinations
+    .filter((d) => !wanting.includes(d))
+    .map((d) => ({ name: d.name, code: 'x' as const }));
+  if (wanting.length === 0) {
+    noteForwards(deps.timeline, deps.logger, subject, [], [], NOTHING_SETTLED, filtered);
+    return;
+  }
   const id = messageId(message.type, message.id);
   // A paused destination is not sent to from here; its state is known once it was read.
   await deps.board.read();
@@ -55,6 +65,10 @@ export async function forwardAtOnce(
   );
   const untried = wanting.map((d) => d.name).filter((name) => !tried.includes(name));
   const settled = settleAttempts(tried, outcomes, {}, deps, untried);
+  noteForwards(deps.timeline, deps.logger, subject, tried, outcomes, settled, [
+    ...filtered,
+    ...untried.map((name) => ({ name, code: 'p' as const })),
+  ]);
   if (settled.waiting.length === 0 && Object.keys(settled.givenUp).length === 0) return;
   const jobId = forwardJobId(deliveryJobId);
   logFailures(tried, outcomes, { jobId, event: message.type, messageId: id }, deps);

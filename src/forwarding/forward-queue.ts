@@ -1,4 +1,4 @@
-import { Queue, type ConnectionOptions } from 'bullmq';
+import { Queue, type ConnectionOptions, type Job } from 'bullmq';
 
 /**
  * Forwarding's own queue: one job per handled delivery whose message a destination did not take
@@ -60,4 +60,18 @@ export function createForwardQueue(connection: ConnectionOptions, prefix: string
 /** Apart from the delivery job's own id, which `retry <jobId>` also looks up. */
 export function forwardJobId(deliveryJobId: string): string {
   return `${deliveryJobId}.forward`;
+}
+
+const FRESH_ATTEMPTS = { resetAttemptsMade: true, resetAttemptsStarted: true } as const;
+
+/**
+ * A failed job of either queue back on the queue with fresh attempts (`retry`, the inspector's
+ * retry), and a forward's state per destination cleared: one that failed for its stalls still
+ * names those given up, and each is tried again. (BullMQ keeps a job's count of stalls, `stc`,
+ * through a retry, and offers no call to reset it.)
+ */
+export async function retryAfresh(job: Job): Promise<void> {
+  const { refused, tries, due, heldSince, ...rest } = job.data as Partial<ForwardJobData>;
+  if (refused ?? tries ?? due ?? heldSince) await job.updateData(rest);
+  await job.retry('failed', FRESH_ATTEMPTS);
 }

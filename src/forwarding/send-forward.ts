@@ -3,6 +3,7 @@ import { NeverRetryError } from '../jobs/retry-policy.js';
 import { payloadTooBigToKeep } from '../queue/job-retention.js';
 import type { ForwardJobData } from './forward-queue.js';
 import { attemptDestination } from './attempt-destination.js';
+import { messageSubject, noteForwards } from './forward-steps.js';
 import {
   logFailures,
   pendingData,
@@ -37,6 +38,11 @@ export async function sendForward(
     tried.map((name) => attemptDestination(name, job.id ?? '', { id: messageId, body }, deps)),
   );
   const settled = settleAttempts(tried, outcomes, job.data, deps, resting);
+  const subject = messageSubject(body);
+  if (subject !== undefined) {
+    const { heldSince = {} } = job.data;
+    noteForwards(deps.timeline, deps.logger, subject, tried, outcomes, settled, [], heldSince);
+  }
   const { waiting, givenUp, progress, dueAt, heldDone } = settled;
   await Promise.all(heldDone.map((name) => deps.control.release(name, job.id ?? '')));
   if (waiting.length === 0 && Object.keys(givenUp).length === 0) {

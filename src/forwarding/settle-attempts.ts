@@ -2,6 +2,7 @@ import type { Counter } from 'prom-client';
 import { retryDelay } from '../jobs/retry-policy.js';
 import type { ForwardJobData } from './forward-queue.js';
 import type { AttemptDeps, Outcome } from './attempt-destination.js';
+import type { DeliveryTimeline } from '../records/delivery-timeline.js';
 
 export interface SendForwardDeps extends AttemptDeps {
   /** FORWARD_BACKOFF_MS: the first retry's delay, doubled per attempt. */
@@ -11,6 +12,8 @@ export interface SendForwardDeps extends AttemptDeps {
   /** FORWARD_HOLD_SECONDS, in ms: held longer, a message fails as if its attempts ran out. */
   readonly holdMs: number;
   readonly forwards: Counter<'destination' | 'result'>;
+  /** Where each destination's part is noted for the inspector (forward-steps.ts). */
+  readonly timeline?: DeliveryTimeline | undefined;
 }
 
 /** A held job wakes this often to look again (a promotion lost with a crashed process). */

@@ -16,6 +16,7 @@ import { createSender } from './senders/create-sender.js';
 import { forwardAtOnce } from './forward-at-once.js';
 import type { ForwardMessage } from './forward-message.js';
 import { sendForward } from './send-forward.js';
+import type { DeliveryTimeline } from '../records/delivery-timeline.js';
 
 export interface Forwarding {
   /**
@@ -60,6 +61,7 @@ export function startForwarding(
     registries,
     reportError,
     gate,
+    timeline,
   }: {
     /** Where its metrics are shown (the worker's, and the receiver's with ROLE=all). */
     readonly registries: readonly Registry[];
@@ -67,6 +69,8 @@ export function startForwarding(
     readonly reportError: (error: unknown, msg: string) => void;
     /** The process's: no forward is taken while Redis refuses writes. */
     readonly gate?: WriteGate | undefined;
+    /** Where each destination's part in a delivery is noted, for the inspector. */
+    readonly timeline?: DeliveryTimeline | undefined;
   },
 ): Forwarding | undefined {
   const destinations = resolveDestinations(config);
@@ -97,6 +101,7 @@ export function startForwarding(
     backoffMs: config.forwardBackoffMs,
     maxDelayMs: MAX_DELAY_MS,
     holdMs: config.forwardHoldSeconds * 1000,
+    timeline,
   };
   board.start();
   // `forward status` and `pause` in a shell without FORWARD_URLS read the list from here.

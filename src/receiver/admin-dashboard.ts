@@ -11,6 +11,9 @@ import { guessKey } from './guess-key.js';
 import { createForwardQueue } from '../forwarding/forward-queue.js';
 import type { DeliveryQueue } from '../queue/delivery-queue.js';
 import type { RedisConnection } from '../redis/connections.js';
+import { INSPECTOR_API, INSPECTOR_PAGE, inspectorApi } from '../inspector/api-routes.js';
+import { createInspector, type InspectorDeps } from '../inspector/inspector.js';
+import { inspectorPages } from '../inspector/page-routes.js';
 
 export const ADMIN_PATH = '/admin/queues';
 export const ADMIN_USER = 'admin';
@@ -32,6 +35,8 @@ export interface DashboardOptions {
   /** Key prefix of the counts (QUEUE_PREFIX). */
   readonly prefix: string;
   readonly logger: Logger;
+  /** The delivery inspector's parts beside the queue and Redis above (inspector/). */
+  readonly inspector: Omit<InspectorDeps, 'redis' | 'prefix' | 'queue'>;
 }
 
 /**
@@ -77,14 +82,25 @@ export function adminDashboard(options: DashboardOptions): Router {
     points: DASHBOARD_GUESSES.points,
     duration: DASHBOARD_GUESSES.windowSeconds,
   });
-  const router = Router();
-  router.use(
-    ADMIN_PATH,
+  const guards = [
     deadline(DASHBOARD_DEADLINE_MS),
     OWN_ORIGIN_POLICY,
     basicAuth(options.password, guesses, options.logger),
     changesAllowed(options.readOnly),
-    board.getRouter() as RequestHandler,
+  ];
+  const inspector = createInspector({
+    ...options.inspector,
+    redis: options.redis,
+    prefix: options.prefix,
+    queue: options.queue,
+  });
+  const router = Router();
+  router.use(ADMIN_PATH, ...guards, board.getRouter() as RequestHandler);
+  // The delivery inspector: the same doors, guards and policy as the board.
+  router.use([INSPECTOR_PAGE, INSPECTOR_API], ...guards);
+  router.use(
+    inspectorApi(inspector),
+    inspectorPages(inspector, { readOnly: options.readOnly, events: options.inspector.events }),
   );
   return router;
 }

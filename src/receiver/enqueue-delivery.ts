@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { webStoreDeadlineMs } from '../redis/connections.js';
@@ -8,6 +8,12 @@ import type { WriteGate } from '../redis/write-gate.js';
 import type { Delivery } from '../provider-spec/delivery.js';
 import { deliveryJobData } from '../queue/delivery-job-data.js';
 import { type DeliveryQueue } from '../queue/delivery-queue.js';
+import {
+  defineTimelineCommands,
+  markKeyOf,
+  pairDigest,
+  type DeliveryTimeline,
+} from '../records/delivery-timeline.js';
 import { classifyEnqueueError, EnqueueUnavailableError } from './enqueue-errors.js';
 
 export interface EnqueueResult {
@@ -20,7 +26,12 @@ export interface EnqueueResult {
  * Stores one delivery: resolves once it is in Redis (and on the replicas REDIS_WAIT_REPLICAS
  * asks for), or throws EnqueueUnavailableError (retry later) or UnqueueableDeliveryError (never).
  */
-export type StoreDelivery = (delivery: Delivery, body: string) => Promise<EnqueueResult>;
+export type StoreDelivery = (
+  delivery: Delivery,
+  body: string,
+  /** Which of WEBHOOK_SECRETS verified it (its index), for its timeline. */
+  secret?: number,
+) => Promise<EnqueueResult>;
 
 /**
  * The web side's one way to store a delivery, and the one owner of its deadline: the queue's
@@ -43,16 +54,22 @@ export function createDeliveryStore(
   config: Pick<Config, 'dedupeTtlSeconds' | 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
   /** Holds deliveries back while Redis may evict, is in the workers' reserve, or refuses. */
   gate?: WriteGate,
+  /** Where the inspector reads what became of it: written in the same transaction. */
+  timeline?: DeliveryTimeline,
 ): StoreDelivery {
   const deadlineMs = webStoreDeadlineMs(config);
   const confirm =
     config.redisWaitReplicas > 0
       ? createReplicaWait(redis, config.redisWaitReplicas, config.redisWaitTimeoutMs)
       : undefined;
-  return async (delivery, body) => {
+  return async (delivery, body, secret) => {
     if (redis.status !== 'ready') throw new EnqueueUnavailableError('Redis is not connected');
     if (gate?.holding !== undefined) throw new EnqueueUnavailableError(gate.detail);
-    const added = enqueueDelivery(queue, delivery, body, config.dedupeTtlSeconds);
+    const received =
+      timeline === undefined
+        ? undefined
+        : { timeline, detail: `${(secret ?? 0) + 1} ${Buffer.byteLength(body)}` };
+    const added = enqueueDelivery(queue, delivery, body, config.dedupeTtlSeconds, received);
     // Without replicas to wait for, the add is the whole store: no step added per delivery.
     const stored = confirm === undefined ? added : added.then(confirmed(confirm, config));
     try {
@@ -98,8 +115,8 @@ export interface DedupeKeys {
  * BullMQ call (remove, clean, obliterate) deletes it.
  */
 export function dedupeKeys(prefix: string, event: string, id: string): DedupeKeys {
-  const digest = createHash('sha256').update(`${event.length}:${event}:${id}`).digest('base64url');
-  return { mark: `${prefix}:seen:${digest}`, digest };
+  const digest = pairDigest(event, id);
+  return { mark: markKeyOf(prefix, digest), digest };
 }
 
 /**
@@ -150,6 +167,7 @@ async function enqueueDelivery(
   delivery: Delivery,
   body: string,
   dedupeTtlSeconds: number,
+  received?: { readonly timeline: DeliveryTimeline; readonly detail: string },
 ): Promise<EnqueueResult> {
   const jobId = randomUUID();
   const { event, data } = delivery;
@@ -158,6 +176,7 @@ async function enqueueDelivery(
   const client = await queue.getBackend().client;
   if (!defined.has(client)) {
     client.defineCommand(MARK_COMMAND, { numberOfKeys: 3, lua: MARK });
+    defineTimelineCommands(client);
     defined.add(client);
   }
   const added = await queue.addAfter(
@@ -173,6 +192,14 @@ async function enqueueDelivery(
         dedupeTtlSeconds * 1000,
         HANDOFF_MS,
       ]);
+      // After the mark, which it reads: a new delivery's record starts, a re-send is counted.
+      received?.timeline.received(
+        transaction,
+        keys.mark,
+        jobId,
+        { event, id: data.id },
+        received.detail,
+      );
     },
   );
   return { jobId: added.id, duplicate: added.id !== jobId };

@@ -15,12 +15,16 @@ import {
   type RedisConnection,
 } from '../redis/connections.js';
 import { watchRedis } from '../redis/watch-redis.js';
+import { deliveryTimeline, timelineTtlMs } from '../records/delivery-timeline.js';
 import { WriteGate } from '../redis/write-gate.js';
 import { createMetrics, type Metrics } from '../telemetry/metrics.js';
 import { registerHoldGauge } from '../telemetry/redis-gauges.js';
 import { boundedOldestWaiting } from '../jobs/queue-readers.js';
 import { NO_CUSTOM_EVENTS, type CustomEvents } from '../hooks/custom-events.js';
 import type { DashboardOptions } from './admin-dashboard.js';
+import { createArchive, type Archive } from '../archive/archive.js';
+import { EVENT_NAMES } from '../provider-spec/events.js';
+import { createAudioStore, type CreateStore } from '../storage/create-audio-store.js';
 import { clusterMetricsText } from './cluster-metrics.js';
 import { applyCommonMiddleware, setSecurityHeaders, startRequestLog } from './common-middleware.js';
 import { healthRoutes } from './health-routes.js';
@@ -56,6 +60,8 @@ export interface ReceiverOptions {
   readonly inCluster?: boolean;
   /** The fork's own events (src/custom/events.ts). @defaultValue none */
   readonly customEvents?: CustomEvents;
+  /** The fork's own store (src/custom/store.ts), where the inspector reads the archive. @defaultValue AUDIO_STORE's */
+  readonly customStore?: CreateStore | undefined;
 }
 
 /** Which doors an app serves: one port for everything, or the public and internal ones apart. */
@@ -82,6 +88,7 @@ export function createReceiver(
     telemetry,
     inCluster = false,
     customEvents = NO_CUSTOM_EVENTS,
+    customStore,
   }: ReceiverOptions = {},
 ): Receiver {
   const redis = createWebRedis(config);
@@ -103,12 +110,13 @@ export function createReceiver(
     redis,
   });
   registerHoldGauge([metrics.registry], () => gate.holding);
+  const timeline = deliveryTimeline(redis, config.queuePrefix, timelineTtlMs(config));
   const webhook = webhookRoute({
     config,
     logger,
     metrics,
     customEvents,
-    store: createDeliveryStore(queue, redis, config, gate),
+    store: createDeliveryStore(queue, redis, config, gate, timeline),
   });
   const { registry } = metrics;
   const metricsText = inCluster ? clusterMetricsText(registry) : () => registry.metrics();
@@ -120,7 +128,12 @@ export function createReceiver(
     webhook,
     isShuttingDown,
     metrics: { contentType: registry.contentType, text: metricsText },
-    dashboard: dashboardOptions(config, queue, redis, logger),
+    dashboard: dashboardOptions(config, queue, redis, logger, {
+      timeline,
+      events: [...EVENT_NAMES, ...customEvents.keys()],
+      archive: archiveOpener(config, logger, customStore),
+      forwarding: config,
+    }),
   };
   const split = config.internalPort !== undefined;
   const app = buildApp(parts, split ? 'public' : 'all');
@@ -211,9 +224,11 @@ function dashboardOptions(
   queue: DeliveryQueue,
   redis: RedisConnection,
   logger: Logger,
+  inspector: DashboardOptions['inspector'],
 ): DashboardOptions | undefined {
   if (config.adminPassword === undefined) return undefined;
   return {
+    inspector,
     password: config.adminPassword,
     readOnly: config.adminReadOnly,
     queue,
@@ -221,6 +236,34 @@ function dashboardOptions(
     prefix: config.queuePrefix,
     logger,
   };
+}
+
+/**
+ * The archive the inspector reads payloads and replays from, opened (read-only) the first time a
+ * page needs it, then kept: the web role opens no store otherwise. Undefined when the archive is
+ * off, the store keeps none, or it cannot be opened (logged; the pages say the payload is gone).
+ */
+function archiveOpener(
+  config: Config,
+  logger: Logger,
+  custom: CreateStore | undefined,
+): () => Promise<Archive | undefined> {
+  let opened: Promise<Archive | undefined> | undefined;
+  return () =>
+    (opened ??=
+      config.archiveRetentionHours === 0
+        ? Promise.resolve(undefined)
+        : createAudioStore(config, { custom, logger, writable: false }).then(
+            (store) => (store.archive === undefined ? undefined : createArchive(store.archive)),
+            (error: unknown) => {
+              logger.warn(
+                { err: error },
+                'the inspector cannot open the archive: payloads not shown',
+              );
+              opened = undefined;
+              return undefined;
+            },
+          ));
 }
 
 /**

@@ -114,19 +114,21 @@ async function receive(
 
   const { event } = parsed;
   const stopTimer = metrics.enqueueSeconds.startTimer();
-  const result = await deps.store(event, parsed.text).catch((error: unknown) => {
-    // A Redis that stalls or fails must show in the histogram, not only the ones that answered.
-    stopTimer({ result: 'failed' });
-    if (error instanceof EnqueueUnavailableError) {
-      throw new ServiceUnavailableError(
-        'could not store the delivery; retry later',
-        RETRY_AFTER_SECONDS,
-        error,
-      );
-    }
-    if (error instanceof UnqueueableDeliveryError) throw new BadRequestError(error.message);
-    throw error;
-  });
+  const result = await deps
+    .store(event, parsed.text, verified.secretIndex)
+    .catch((error: unknown) => {
+      // A Redis that stalls or fails must show in the histogram, not only the ones that answered.
+      stopTimer({ result: 'failed' });
+      if (error instanceof EnqueueUnavailableError) {
+        throw new ServiceUnavailableError(
+          'could not store the delivery; retry later',
+          RETRY_AFTER_SECONDS,
+          error,
+        );
+      }
+      if (error instanceof UnqueueableDeliveryError) throw new BadRequestError(error.message);
+      throw error;
+    });
   stopTimer({ result: 'stored' });
   metrics.deliveries.inc({
     outcome: result.duplicate ? 'duplicate' : 'accepted',

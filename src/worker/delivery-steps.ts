@@ -8,6 +8,8 @@ import { dispatch } from './dispatch.js';
 import type { WorkerContext } from './worker-context.js';
 import { startArchiving } from '../archive/archive-deliveries.js';
 import type { DeliverySteps } from './run-delivery.js';
+import { deliveryTimeline, timelineTtlMs } from '../records/delivery-timeline.js';
+import { recordSteps } from './record-steps.js';
 
 /** The steps, and how to stop what they started (the archive's sweeps, forwarding's worker). */
 export interface RunningSteps extends DeliverySteps {
@@ -34,8 +36,10 @@ export function createDeliverySteps(
   },
 ): RunningSteps {
   const archiver = startArchiving(config, context.store, logger, shared.registries);
-  const forwarding = startForwarding(config, logger, redis, shared);
+  const timeline = deliveryTimeline(redis, config.queuePrefix, timelineTtlMs(config));
+  const forwarding = startForwarding(config, logger, redis, { ...shared, timeline });
   return {
+    recorder: recordSteps(timeline, logger),
     archive: archiver === undefined ? undefined : (job) => archiver.record(job),
     handle: (job) => dispatch(job, context),
     forward:

@@ -9,6 +9,7 @@ import {
   type DeliveryJobData,
 } from '../queue/delivery-job-data.js';
 import { handledData, payloadTooBigToKeep } from '../queue/job-retention.js';
+import type { StepRecorder } from './record-steps.js';
 import { jsonMember } from '../provider-spec/json-member.js';
 import type { DeliveryJob, Handled } from './dispatch.js';
 
@@ -27,6 +28,8 @@ export interface DeliverySteps {
    * Undefined: FORWARD_URLS names no destination.
    */
   readonly forward: ((jobId: string, message: ForwardMessage) => Promise<void>) | undefined;
+  /** Notes each step in the delivery's timeline, for the inspector. Undefined: none kept. */
+  readonly recorder?: StepRecorder | undefined;
 }
 
 /**
@@ -53,6 +56,7 @@ export async function runDelivery(
     firstRun: job.attemptsStarted <= 1 && job.data.replay === undefined,
     replay: job.data.replay !== undefined,
   };
+  steps.recorder?.started(job, delivery);
   // Archived while it is handled, not before: the archive never delays a delivery. The job ends
   // only once its archive write has ended; one that failed fails the job after its handling and
   // forwarding, and the retry finds both done: the audio stored, and `forwarded` set, so that a
@@ -68,6 +72,7 @@ export async function runDelivery(
   let handled: Handled;
   try {
     handled = await steps.handle(taken);
+    steps.recorder?.stored(job, delivery, handled.stored);
     // A worker killed before the message is sent or queued leaves the job to run again, which
     // finds the audio stored (no download) and forwards then.
     if (job.data.forwarded !== true) {
@@ -90,7 +95,10 @@ export async function runDelivery(
   }
   // Last: the completed job keeps a record, not the payload (the archive holds it, and the
   // forward job when there is one): a kept payload costs the noeviction Redis many times its size.
-  if (payloadTooBigToKeep(job.data.body)) await job.updateData(handledData(job.data, delivery));
+  // With a timeline, its `handled` step writes the record (record-steps.ts), whatever the size.
+  if (steps.recorder !== undefined) await steps.recorder.handled(job, delivery);
+  else if (payloadTooBigToKeep(job.data.body))
+    await job.updateData(handledData(job.data, delivery));
   return handled.result;
 }
 

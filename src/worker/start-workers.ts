@@ -139,6 +139,10 @@ export async function startWorkers(
     },
   );
 
+  worker.on('failed', (job, error) => {
+    // BullMQ sets finishedOn when the job moved to failed for good (a retry resets it to null).
+    if (job !== undefined) steps.recorder?.failed(job, error.message, Boolean(job.finishedOn));
+  });
   const stopDraining = drainInReserve(worker, gate, async () => {
     const waiting = await forwards.counts('waiting', 'prioritized', 'active', 'delayed');
     return Object.values(waiting).reduce((sum, n) => sum + n, 0);

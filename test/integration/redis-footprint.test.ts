@@ -12,12 +12,13 @@ import {
 import { audio, startLocalCdn } from '../../harness/local-cdn';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 import { deleteKeys } from '../helpers/test-receiver';
+import { timelineKeys } from '../../src/records/delivery-timeline';
 
 /**
  * What a delivery costs in the queue's Redis, which is noeviction: once full, every delivery is
  * refused. Targets (docs/capacity.md): a waiting delivery ≤ body + 2 KB, a pending forward ≤
  * its message + 1 KB, and what a handled delivery leaves (its completed job, its failure-log
- * or revocation row, its forward job) ≤ 2 KB in all whatever the body, the provider's numbers
+ * or revocation row, its forward job, its inspector timeline) ≤ 2 KB in all whatever the body, the provider's numbers
  * kept as written. MEMORY USAGE with SAMPLES 0 counts every byte of a key.
  */
 let redis: Redis;
@@ -101,8 +102,17 @@ async function rowsNow(): Promise<Set<string>[]> {
 async function keptBy(
   jobId: string,
   rowsBefore: readonly Set<string>[],
-): Promise<{ job: number; forward: number; records: number; total: number }> {
+  about: { readonly event: string; readonly id: string },
+): Promise<{ job: number; forward: number; records: number; timeline: number; total: number }> {
   const job = await memory(`${prefix}:deliveries:${jobId}`);
+  // Its timeline for the inspector: its record, and its member in the time index (by bytes, as
+  // the rows below) and in the failed one, which a handled delivery has left.
+  const keys = timelineKeys(prefix, about.event, about.id);
+  const timeline =
+    (await memory(keys.record)) +
+    ((await redis.zscore(keys.all, keys.member)) === null ? 0 : keys.member.length + 8) +
+    ((await redis.zscore(keys.failed, keys.member)) === null ? 0 : keys.member.length + 8);
+  expect(timeline).toBeGreaterThan(0);
   const forward = await memory(`${prefix}:forwards:${forwardJobId(jobId)}`);
   const [failures, revocations, index] = await rowsNow();
   const added = (now: Set<string> | undefined, i: number) =>
@@ -117,7 +127,7 @@ async function keptBy(
     }
   }
   for (const member of added(index, 2)) records += Buffer.byteLength(member) + 8;
-  return { job, forward, records, total: job + forward + records };
+  return { job, forward, records, timeline, total: job + forward + records + timeline };
 }
 
 /** Posts `body` with the queue paused: the job's id, and its bytes while it waits. */
@@ -179,9 +189,9 @@ it.each([
           ? true
           : undefined,
       );
-      const kept = await keptBy(jobId, rowsBefore);
+      const kept = await keptBy(jobId, rowsBefore, { event: 'audio.failed', id });
       console.log(
-        `${label} body (${body.length} B), forwarded: waiting ${waiting.bytes} B (MEMORY USAGE ${waiting.memory}), pending forward ${pending.bytes} (${pending.memory}) for a message of ${message.length}; left once sent: job ${kept.job} (MEMORY USAGE), forward ${kept.forward}, failure-log row ${kept.records} B, in all ${kept.total}`,
+        `${label} body (${body.length} B), forwarded: waiting ${waiting.bytes} B (MEMORY USAGE ${waiting.memory}), pending forward ${pending.bytes} (${pending.memory}) for a message of ${message.length}; left once sent: job ${kept.job} (MEMORY USAGE), forward ${kept.forward}, failure-log row ${kept.records} B, timeline ${kept.timeline} B, in all ${kept.total}`,
       );
       expect(kept.total).toBeLessThanOrEqual(2048);
     } finally {
@@ -203,9 +213,9 @@ describe('what a handled delivery leaves: at most 2 KB in all, whatever the body
     const rowsBefore = await rowsNow();
     const { jobId } = await post(body);
     expect(await pipeline.settled(id)).toMatchObject({ state: 'completed' });
-    const kept = await keptBy(jobId, rowsBefore);
+    const kept = await keptBy(jobId, rowsBefore, { event: 'audio.failed', id });
     console.log(
-      `audio.failed of ${body.length} B: left: job ${kept.job} (MEMORY USAGE), forward ${kept.forward}, failure-log row ${kept.records} B, in all ${kept.total}`,
+      `audio.failed of ${body.length} B: left: job ${kept.job} (MEMORY USAGE), forward ${kept.forward}, failure-log row ${kept.records} B, timeline ${kept.timeline} B, in all ${kept.total}`,
     );
     expect(kept.total).toBeLessThanOrEqual(2048);
 
@@ -232,7 +242,7 @@ describe('what a handled delivery leaves: at most 2 KB in all, whatever the body
     const rowsBefore = await rowsNow();
     const { jobId } = await post(`{"event":"audio.failed","data":${data}}`);
     expect(await pipeline.settled(id)).toMatchObject({ state: 'completed' });
-    const kept = await keptBy(jobId, rowsBefore);
+    const kept = await keptBy(jobId, rowsBefore, { event: 'audio.failed', id });
     expect(kept.total).toBeLessThanOrEqual(2048);
 
     const record = await redis.hget(`${prefix}:audio-failures:records`, id);
@@ -247,9 +257,9 @@ describe('what a handled delivery leaves: at most 2 KB in all, whatever the body
     const rowsBefore = await rowsNow();
     const { jobId } = await post(body);
     expect(await pipeline.settled(id.slice(0, 200))).toMatchObject({ state: 'completed' });
-    const kept = await keptBy(jobId, rowsBefore);
+    const kept = await keptBy(jobId, rowsBefore, { event: 'key.revoked', id });
     console.log(
-      `key.revoked of ${body.length} B, its id ${id.length} B: left: job ${kept.job} (MEMORY USAGE), forward ${kept.forward}, revocation row ${kept.records} B, in all ${kept.total}`,
+      `key.revoked of ${body.length} B, its id ${id.length} B: left: job ${kept.job} (MEMORY USAGE), forward ${kept.forward}, revocation row ${kept.records} B, timeline ${kept.timeline} B, in all ${kept.total}`,
     );
     expect(kept.total).toBeLessThanOrEqual(2048);
 

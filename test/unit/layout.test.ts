@@ -12,7 +12,7 @@ const SRC = join(__dirname, '..', '..', 'src');
  * src/'s top folders in rungs, lowest first (the README's "Development" has a line on each): the
  * provider's published format and small helpers; the settings; Redis, telemetry, BullMQ and the
  * HTTP server; the shared stores, the delivery queue and the download; the features (receiver,
- * worker, forwarding, archive); the provider client, sandbox and dev tools; the composition root
+ * worker, forwarding, archive, inspector); the provider client, sandbox and dev tools; the composition root
  * (`.`: main.ts, index.ts); the CLI and a fork's code. Folders on one rung are peers: each may
  * import the other, but not in a loop. Only the CLI and the examples import the root.
  */
@@ -21,7 +21,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['config'],
   ['redis', 'telemetry', 'jobs', 'http-server'],
   ['storage', 'records', 'queue', 'download', 'hooks'],
-  ['receiver', 'worker', 'forwarding', 'archive'],
+  ['receiver', 'worker', 'forwarding', 'archive', 'inspector'],
   ['provider', 'sandbox', 'dev'],
   ['.'],
   ['cli', 'examples', 'custom'],

@@ -1,0 +1,162 @@
+import type { Job } from 'bullmq';
+import type { RedisConnection } from '../redis/connections.js';
+import { indexKeys, recordKeyOf, timelineKeys } from '../records/delivery-timeline.js';
+import type { DeliveryJobData } from '../queue/delivery-job-data.js';
+import { parseRecord, type DeliveryState, type ReadRecord } from './read-record.js';
+
+export type {
+  DeliveryState,
+  DeliverySummary,
+  ForwardPart,
+  ForwardState,
+  ReadRecord,
+  TimelineStep,
+} from './read-record.js';
+
+const BULLMQ_STATES: Readonly<Record<string, DeliveryState>> = {
+  waiting: 'queued',
+  delayed: 'queued',
+  prioritized: 'queued',
+  'waiting-children': 'queued',
+  active: 'active',
+  completed: 'handled',
+  failed: 'failed',
+};
+
+/** The state a job's BullMQ state means, when the job still exists. */
+export function stateOfJob(state: string): DeliveryState | undefined {
+  return BULLMQ_STATES[state];
+}
+
+/** The record of one `event` + `data.id` pair, or undefined when none is kept. */
+export async function readRecord(
+  redis: RedisConnection,
+  prefix: string,
+  event: string,
+  id: string,
+): Promise<ReadRecord | undefined> {
+  const keys = timelineKeys(prefix, event, id);
+  return parseRecord(await redis.get(keys.record), keys.member);
+}
+
+/** Every record of a `data.id`, one per event it came with, newest first. */
+export async function findById(
+  redis: RedisConnection,
+  prefix: string,
+  id: string,
+  events: readonly string[],
+): Promise<ReadRecord[]> {
+  const found = await Promise.all(events.map((event) => readRecord(redis, prefix, event, id)));
+  return found
+    .filter((record): record is ReadRecord => record !== undefined)
+    .sort((a, b) => b.score - a.score);
+}
+
+export interface ListQuery {
+  readonly event?: string | undefined;
+  readonly state?: DeliveryState | undefined;
+  readonly destination?: string | undefined;
+  /** Received at or after (ms). */
+  readonly since?: number | undefined;
+  /** Received at or before (ms). */
+  readonly until?: number | undefined;
+  readonly limit: number;
+  readonly cursor?: string | undefined;
+}
+
+/** Index entries read per round trip while filtering. */
+const PAGE = 200;
+/**
+ * Index entries one list request reads at the most: a filter that matches little answers with
+ * fewer than `limit` and a cursor to go on from, rather than reading the whole retention.
+ */
+export const SCAN_BUDGET = 5_000;
+
+/** The cursor is opaque to clients: where the list stopped, as score and member. */
+export function encodeCursor(score: number, member: string): string {
+  return Buffer.from(JSON.stringify([score, member])).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): { score: number; member: string } | undefined {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (!Array.isArray(value) || typeof value[0] !== 'number' || typeof value[1] !== 'string')
+      return undefined;
+    return { score: value[0], member: value[1] };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Records newest first from the time index (the failed one for `state: failed`), filtered,
+ * `limit` at the most, and the cursor to the next page (null when the index has no more).
+ */
+export async function listRecords(
+  redis: RedisConnection,
+  prefix: string,
+  query: ListQuery,
+): Promise<{ records: ReadRecord[]; next: string | null }> {
+  const keys = indexKeys(prefix);
+  const index = query.state === 'failed' ? keys.failed : keys.all;
+  const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+  const max = String(after?.score ?? query.until ?? '+inf');
+  const min = String(query.since ?? '-inf');
+  const records: ReadRecord[] = [];
+  let offset = 0;
+  let last: { score: number; member: string } | undefined;
+  while (offset < SCAN_BUDGET) {
+    const page = await redis.zrange(
+      index,
+      max,
+      min,
+      'BYSCORE',
+      'REV',
+      'LIMIT',
+      offset,
+      PAGE,
+      'WITHSCORES',
+    );
+    offset += PAGE;
+    const entries: { member: string; score: number }[] = [];
+    for (let i = 0; i + 1 < page.length; i += 2) {
+      const member = page[i] ?? '';
+      const score = Number(page[i + 1]);
+      // Equal times list in reverse order of member: those after the cursor's come later.
+      if (after !== undefined && score === after.score && member >= after.member) continue;
+      entries.push({ member, score });
+    }
+    const raws =
+      entries.length === 0
+        ? []
+        : await redis.mget(entries.map((e) => recordKeyOf(prefix, e.member)));
+    for (const [at, entry] of entries.entries()) {
+      last = entry;
+      const record = parseRecord(raws[at] ?? null, entry.member);
+      if (record === undefined || !matches(record, query)) continue;
+      records.push(record);
+      if (records.length === query.limit)
+        return { records, next: encodeCursor(entry.score, entry.member) };
+    }
+    if (page.length < PAGE * 2) return { records, next: null };
+  }
+  return { records, next: last === undefined ? null : encodeCursor(last.score, last.member) };
+}
+
+function matches(record: ReadRecord, query: ListQuery): boolean {
+  const { summary } = record;
+  if (query.event !== undefined && summary.event !== query.event) return false;
+  if (query.state !== undefined && summary.state !== query.state) return false;
+  if (query.destination !== undefined && !(query.destination in summary.forwards)) return false;
+  return true;
+}
+
+/** The delivery a job holds, parsed, when it still holds its body. */
+export function payloadOfJob(job: Job<DeliveryJobData> | undefined): unknown {
+  if (job?.data.body === undefined) return undefined;
+  try {
+    return JSON.parse(job.data.body) as unknown;
+  } catch {
+    return undefined;
+  }
+}

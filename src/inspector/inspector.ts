@@ -1,0 +1,198 @@
+import type { Archive, ArchivedDelivery } from '../archive/archive.js';
+import { replayDeliveries } from '../archive/replay.js';
+import { destinationControl, type DestinationStatus } from '../forwarding/destination-control.js';
+import { knownDestinations, type RosterEntry } from '../forwarding/destination-roster.js';
+import { retryAfresh } from '../forwarding/forward-queue.js';
+import type { ForwardingConfig } from '../forwarding/start-forwarding.js';
+import type { DeliveryQueue } from '../queue/delivery-queue.js';
+import { markKeyOf, pairDigest, type DeliveryTimeline } from '../records/delivery-timeline.js';
+import type { RedisConnection } from '../redis/connections.js';
+import { withDeadline } from '../util/deadline.js';
+import {
+  findById,
+  listRecords,
+  payloadOfJob,
+  readRecord,
+  stateOfJob,
+  type DeliverySummary,
+  type ForwardPart,
+  type ListQuery,
+  type TimelineStep,
+} from './delivery-records.js';
+
+/**
+ * One delivery whole, as `GET /admin/api/deliveries/<event>/<id>` answers (CONTRACT.md,
+ * "Delivery inspector"): the summary's fields, its forwards as a list.
+ */
+export interface DeliveryDetail extends Omit<DeliverySummary, 'forwards'> {
+  readonly payload: unknown;
+  readonly stored: unknown;
+  readonly timeline: readonly TimelineStep[];
+  readonly forwards: readonly ForwardPart[];
+}
+
+/** The API's object, and what the page shows besides. */
+export interface DetailView {
+  readonly api: DeliveryDetail;
+  /** Its current job, and why it failed last. */
+  readonly jobId: string | undefined;
+  readonly failedReason: string | undefined;
+  /** Each of its destinations' shared state (paused or not). */
+  readonly destinations: readonly DestinationStatus[];
+}
+
+export interface InspectorDeps {
+  readonly redis: RedisConnection;
+  readonly prefix: string;
+  readonly queue: DeliveryQueue;
+  readonly timeline: DeliveryTimeline;
+  /** The events a `data.id` alone is looked for under: built-in, then the fork's. */
+  readonly events: readonly string[];
+  /** The archive, for payloads and replays; undefined when there is none to read. */
+  readonly archive: () => Promise<Archive | undefined>;
+  /** What forwarding's pause and resume read (the same as `forward pause`). */
+  readonly forwarding: ForwardingConfig;
+}
+
+/** The answer to an action: done, refused because of the delivery's state, or nothing found. */
+export type ActionResult =
+  | { readonly kind: 'done'; readonly message: string }
+  | { readonly kind: 'conflict' | 'unknown'; readonly message: string };
+
+/** Each archive read is bounded: a slow store makes a page say so, not hang. */
+const ARCHIVE_DEADLINE_MS = 5_000;
+
+/**
+ * The delivery inspector's model, shared by the API, the page and the CLI: search and list from
+ * the timeline records (records/delivery-timeline.ts), one delivery whole (its job, its archived
+ * payload, its destinations' state), and the actions, each the code its CLI command runs.
+ */
+export function createInspector(deps: InspectorDeps) {
+  const { redis, prefix, queue } = deps;
+  const control = async () => {
+    const destinations = await knownDestinations(deps.forwarding, redis, prefix);
+    const names = destinations.map((d) => d.name);
+    return {
+      destinations,
+      control: destinationControl(redis, prefix, names, {
+        pauseAfter: deps.forwarding.forwardPauseAfter,
+        probeMs: deps.forwarding.forwardProbeSeconds * 1000,
+      }),
+    };
+  };
+
+  async function archived(
+    event: string,
+    id: string,
+    receivedAt: string,
+  ): Promise<ArchivedDelivery | undefined> {
+    const archive = await deps.archive();
+    if (archive === undefined) return undefined;
+    const at = Date.parse(receivedAt);
+    // The archive's time is the job's, a moment after the record's: a minute either side.
+    const query = { ids: [id], event, since: new Date(at - 60_000), until: new Date(at + 60_000) };
+    const find = async () => {
+      for await (const entry of archive.find(query)) return entry;
+      return undefined;
+    };
+    return await withDeadline(find(), ARCHIVE_DEADLINE_MS, 'the archive');
+  }
+
+  async function detail(event: string, id: string): Promise<DetailView | undefined> {
+    const record = await readRecord(redis, prefix, event, id);
+    if (record === undefined) return undefined;
+    // A replay's step names the job it queued; else the pair's dedupe mark names its first.
+    const jobId =
+      record.jobId ?? (await redis.get(markKeyOf(prefix, pairDigest(event, id)))) ?? undefined;
+    const job = jobId === undefined ? undefined : await queue.getJob(jobId);
+    const jobState = job === undefined ? undefined : stateOfJob(await job.getState());
+    const payload =
+      payloadOfJob(job) ??
+      (await archived(event, id, record.summary.received_at).catch(() => undefined))?.delivery ??
+      null;
+    const names = record.forwards.map((f) => f.destination);
+    const statuses =
+      names.length === 0
+        ? []
+        : (await (await control()).control.tick(false))
+            .map((tick) => tick.status)
+            .filter((status) => names.includes(status.name));
+    return {
+      api: {
+        ...record.summary,
+        state: jobState ?? record.summary.state,
+        payload,
+        stored: record.stored,
+        timeline: record.timeline,
+        forwards: record.forwards,
+      },
+      jobId,
+      failedReason: jobState === 'failed' ? job?.failedReason : undefined,
+      destinations: statuses,
+    };
+  }
+
+  return {
+    detail,
+    /** Newest first; `id` narrows to that `data.id` (under every known event, or `event`). */
+    async search(query: ListQuery & { readonly id?: string | undefined }) {
+      if (query.id !== undefined) {
+        const events = query.event === undefined ? deps.events : [query.event];
+        const found = await findById(redis, prefix, query.id, events);
+        return { records: found.slice(0, query.limit), next: null };
+      }
+      return await listRecords(redis, prefix, query);
+    },
+    /** Every destination known (this process's and the workers' announced), with its state. */
+    async destinations(): Promise<{ entry: RosterEntry; status: DestinationStatus | undefined }[]> {
+      const { destinations, control: shared } = await control();
+      const ticks = await shared.tick(false);
+      return destinations.map((entry, index) => ({ entry, status: ticks[index]?.status }));
+    },
+    /** A failed delivery's job runs again with fresh attempts, as `retry <jobId>` does. */
+    async retry(event: string, id: string): Promise<ActionResult> {
+      const found = await detail(event, id);
+      if (found === undefined) return { kind: 'unknown', message: 'no such delivery' };
+      if (found.api.state !== 'failed')
+        return { kind: 'conflict', message: `the delivery is ${found.api.state}, not failed` };
+      const job = found.jobId === undefined ? undefined : await queue.getJob(found.jobId);
+      if (job === undefined || !(await job.isFailed()))
+        return { kind: 'conflict', message: 'its failed job is gone: replay it instead' };
+      await retryAfresh(job);
+      const subject = { event, id, receivedAt: Date.parse(found.api.received_at) };
+      await deps.timeline
+        .record(subject, {
+          code: 'T',
+          state: 'q',
+          failedIndex: '-',
+        })
+        .catch(() => undefined);
+      return { kind: 'done', message: `job ${job.id ?? ''} put back on the queue` };
+    },
+    /** A handled delivery is queued again from the archive, as `replay --id` does. */
+    async replay(event: string, id: string): Promise<ActionResult> {
+      const found = await detail(event, id);
+      if (found === undefined) return { kind: 'unknown', message: 'no such delivery' };
+      if (found.api.state !== 'handled')
+        return { kind: 'conflict', message: `the delivery is ${found.api.state}, not handled` };
+      const entry = await archived(event, id, found.api.received_at);
+      if (entry === undefined)
+        return { kind: 'conflict', message: 'nothing archived for it (ARCHIVE_RETENTION_HOURS)' };
+      const done = await replayDeliveries(queue, [entry], { timeline: deps.timeline });
+      return done.queued === 1
+        ? { kind: 'done', message: 'queued again: its handling runs as for a new delivery' }
+        : { kind: 'conflict', message: 'a replay of it is queued already' };
+    },
+    /** `forward pause <name>` / `forward resume <name>`. */
+    async setPaused(name: string, paused: boolean): Promise<ActionResult> {
+      const { destinations, control: shared } = await control();
+      if (!destinations.some((d) => d.name === name))
+        return { kind: 'unknown', message: `no forward destination is named ${name}` };
+      const changed = await (paused ? shared.pause(name) : shared.resume(name));
+      const now = paused ? 'paused' : 'active';
+      return { kind: 'done', message: `${name}: ${changed ? `now ${now}` : `already ${now}`}` };
+    },
+  };
+}
+
+export type Inspector = ReturnType<typeof createInspector>;

@@ -1,0 +1,262 @@
+import { createHash } from 'node:crypto';
+import type { RedisConnection } from '../redis/connections.js';
+import type { IRedisTransaction } from 'bullmq';
+import { LISTED_DUPLICATES, MAX_STEPS, RECEIVED, STEP } from './timeline-scripts.js';
+
+export { LISTED_DUPLICATES, MAX_STEPS };
+
+/**
+ * What happened to each delivery, for the delivery inspector: one record per `event` + `data.id`
+ * pair, written by whichever process did the step (a receiver: received, duplicate; a worker:
+ * attempts, handled, failed, stored; forwarding: per destination; `retry` and `replay`), read by
+ * the inspector's API, page and CLI (inspector/).
+ *
+ * The record is ONE string key of positional JSON, which the scripts (timeline-scripts.ts) read
+ * and rewrite atomically with Redis's cjson (a hash is stored as a hashtable, not a listpack,
+ * once one value passes 64 bytes, and costs several times as much): what a handled delivery
+ * leaves in the queue's Redis is at most 2 KB in all (docs/capacity.md), and its record is a
+ * few hundred bytes of that. Details are stored terse (`1 245`: secret and size) and worded by
+ * the reader (inspector/delivery-records.ts). A delivery's job is not kept here: the dedupe mark
+ * names it, and a replay's `replayed` step names the job it queued.
+ *
+ * Steps are kept oldest first, at most MAX_STEPS (the first, `received`, always, then the latest);
+ * the provider's re-sends are counted in `d` and listed as steps only up to LISTED_DUPLICATES.
+ * Each record lives the archive's retention (ARCHIVE_RETENTION_HOURS; the dedupe mark's when the
+ * archive is off) from its last step. Two sorted sets under the same prefix index the records by
+ * receipt time, newest last: every delivery, and the failed ones; members are the records'
+ * digests, trimmed to the same retention as deliveries arrive.
+ */
+
+/** A step's detail is cut to this many characters. */
+export const DETAIL_CHARS = 160;
+
+/** Step codes as stored, and the names the API gives them. */
+export const STEP_NAMES = {
+  R: 'received',
+  D: 'duplicate',
+  A: 'attempt',
+  X: 'attempt_failed',
+  S: 'stored',
+  H: 'handled',
+  F: 'failed',
+  T: 'retried',
+  P: 'replayed',
+  W: 'forwarded',
+  Y: 'forward_failed',
+  U: 'forward_held',
+} as const;
+export type StepCode = keyof typeof STEP_NAMES;
+
+/** A delivery's state, stored as its first letter. */
+export const STATES = { q: 'queued', a: 'active', h: 'handled', f: 'failed' } as const;
+export type StateCode = keyof typeof STATES;
+
+/** A destination's part, stored as its first letter and the attempts it made. */
+export const FORWARD_STATES = {
+  s: 'sent',
+  p: 'pending',
+  h: 'held',
+  f: 'failed',
+  x: 'filtered',
+} as const;
+export type ForwardCode = keyof typeof FORWARD_STATES;
+
+/**
+ * A record as stored: event, id, received (ms), state, attempts started, duplicates, each
+ * destination and its "<state code><attempts>", the steps (ms after received, code, detail)…
+ */
+export type StoredRecord = readonly [
+  event: string,
+  id: string,
+  received: number,
+  state: StateCode,
+  attempts: number,
+  duplicates: number,
+  forwards: readonly (readonly [string, string])[] | Record<string, never>,
+  steps: readonly (number | string)[] | Record<string, never>,
+];
+
+/**
+ * The pair's digest: the same as the dedupe mark's (receiver/enqueue-delivery.ts). Length-
+ * prefixed, so no event and id pair spells another's; base64url of SHA-256.
+ */
+export function pairDigest(event: string, id: string): string {
+  return createHash('sha256').update(`${event.length}:${event}:${id}`).digest('base64url');
+}
+
+export interface TimelineKeys {
+  readonly record: string;
+  readonly all: string;
+  readonly failed: string;
+  /** The member of the indexes: 12 characters of the digest (72 bits; 1e-10 odds of a clash in 1M). */
+  readonly member: string;
+}
+
+const MEMBER_CHARS = 12;
+
+export const recordKeyOf = (prefix: string, member: string) => `${prefix}:i:${member}`;
+/** The dedupe mark of a pair (receiver/enqueue-delivery.ts): it names the pair's first job. */
+export const markKeyOf = (prefix: string, digest: string) => `${prefix}:seen:${digest}`;
+export const indexKeys = (prefix: string) => ({
+  all: `${prefix}:inspect:all`,
+  failed: `${prefix}:inspect:failed`,
+});
+
+export function timelineKeys(prefix: string, event: string, id: string): TimelineKeys {
+  const member = pairDigest(event, id).slice(0, MEMBER_CHARS);
+  return { record: recordKeyOf(prefix, member), ...indexKeys(prefix), member };
+}
+
+/**
+ * An id as a record keeps it: its first 64 characters (the provider's are far shorter; a record
+ * of a longer one shows its start, and its page is still found by the whole id).
+ */
+export const recordedId = (id: string) =>
+  id.length <= 64 ? id : Array.from(id).slice(0, 64).join('');
+
+const cut = (detail: string) =>
+  detail.length <= DETAIL_CHARS ? detail : `${detail.slice(0, DETAIL_CHARS - 1)}…`;
+
+/** The delivery a step is about. */
+export interface StepSubject {
+  readonly event: string;
+  readonly id: string;
+  /** When it was received (ms since the epoch): used only when its record is gone. */
+  readonly receivedAt: number;
+}
+
+/** A step of a delivery's, and what it changes of its record. */
+export interface Step {
+  readonly code?: StepCode;
+  readonly detail?: string;
+  readonly state?: StateCode;
+  /** The attempts started: a number, or one more. */
+  readonly attempts?: number | '+';
+  /** Into the failed index, or out of it. */
+  readonly failedIndex?: '+' | '-';
+  readonly destination?: {
+    readonly name: string;
+    readonly code: ForwardCode;
+    readonly attempts: number;
+  };
+  readonly jobId?: string;
+  /** Sets this job's data in the same call (the handled job's record: run-delivery.ts). */
+  readonly jobData?: { readonly key: string; readonly data: string };
+}
+
+export interface DeliveryTimeline {
+  /** Records one step; rejects when Redis did (the caller decides whether that matters). */
+  record(subject: StepSubject, step: Step): Promise<void>;
+  /**
+   * The receiver's step, queued on the enqueue's transaction after the dedupe mark (the mark
+   * names `jobId` when the delivery is new). `detail`: which secret verified it, its size.
+   */
+  received(
+    transaction: IRedisTransaction,
+    mark: string,
+    jobId: string,
+    subject: Omit<StepSubject, 'receivedAt'>,
+    detail: string,
+  ): void;
+  /** How long a record lives after its last step, in ms. */
+  readonly ttlMs: number;
+}
+
+const STEP_COMMAND = 'inspectStep';
+const RECEIVED_COMMAND = 'inspectReceived';
+const defined = new WeakSet<object>();
+
+/** What scripts are defined on: a connection (and the transactions made from it after). */
+interface Scripted {
+  defineCommand(name: string, definition: { numberOfKeys: number; lua: string }): void;
+}
+
+/** Defines the scripts as commands on a connection (and on the transactions made from it). */
+function define(client: Scripted): void {
+  if (defined.has(client)) return;
+  client.defineCommand(STEP_COMMAND, { numberOfKeys: 4, lua: STEP });
+  client.defineCommand(RECEIVED_COMMAND, { numberOfKeys: 4, lua: RECEIVED });
+  defined.add(client);
+}
+
+/** Defines the receiver's script on the queue's client, before it makes transactions. */
+export function defineTimelineCommands(client: Scripted): void {
+  define(client);
+}
+
+/** A script defined on a connection or transaction, as ioredis adds it: a method of that name. */
+function commandOf(
+  client: object,
+  name: string,
+): (...args: (string | number)[]) => Promise<unknown> {
+  const command = (client as Record<string, unknown>)[name];
+  if (typeof command !== 'function') throw new Error(`the script ${name} is not defined here`);
+  return (command as (...args: (string | number)[]) => Promise<unknown>).bind(client);
+}
+
+/**
+ * A delivery's timeline in Redis under `prefix` (QUEUE_PREFIX: its hash tag keeps every key of
+ * it in the queue's slot). `ttlMs`: ARCHIVE_RETENTION_HOURS, or DEDUPE_TTL_SECONDS when the
+ * archive is off (timelineTtlMs).
+ */
+export function deliveryTimeline(
+  redis: RedisConnection,
+  prefix: string,
+  ttlMs: number,
+): DeliveryTimeline {
+  return {
+    ttlMs,
+    async record(subject, step) {
+      define(redis);
+      const keys = timelineKeys(prefix, subject.event, subject.id);
+      const destination = step.destination;
+      await commandOf(redis, STEP_COMMAND)(
+        keys.record,
+        keys.all,
+        keys.failed,
+        step.jobData?.key ?? '',
+        Date.now(),
+        step.code ?? '',
+        // What was stored is kept whole: its name and digest are what an operator compares.
+        step.code === 'S' ? (step.detail ?? '') : cut(step.detail ?? ''),
+        step.failedIndex ?? '',
+        ttlMs,
+        keys.member,
+        subject.event,
+        recordedId(subject.id),
+        subject.receivedAt,
+        step.state ?? '',
+        step.attempts ?? '',
+        destination?.name ?? '',
+        destination === undefined ? '' : `${destination.code}${destination.attempts}`,
+        step.jobData?.data ?? '',
+      );
+    },
+    received(transaction, mark, jobId, subject, detail) {
+      const keys = timelineKeys(prefix, subject.event, subject.id);
+      void commandOf(transaction, RECEIVED_COMMAND)(
+        mark,
+        keys.record,
+        keys.all,
+        keys.failed,
+        jobId,
+        Date.now(),
+        subject.event,
+        recordedId(subject.id),
+        cut(detail),
+        ttlMs,
+        keys.member,
+      );
+    },
+  };
+}
+
+/** How long records live: the archive's retention, else the dedupe mark's lifetime. */
+export function timelineTtlMs(settings: {
+  readonly archiveRetentionHours: number;
+  readonly dedupeTtlSeconds: number;
+}): number {
+  return settings.archiveRetentionHours > 0
+    ? settings.archiveRetentionHours * 3600 * 1000
+    : settings.dedupeTtlSeconds * 1000;
+}

@@ -1,0 +1,102 @@
+import { hostname } from 'node:os';
+import type { Job } from 'bullmq';
+import type { Logger } from 'pino';
+import type { Delivery } from '../provider-spec/delivery.js';
+import { jobItemId, type DeliveryJobData } from '../queue/delivery-job-data.js';
+import { handledData, payloadTooBigToKeep } from '../queue/job-retention.js';
+import type { DeliveryTimeline, Step, StepSubject } from '../records/delivery-timeline.js';
+import type { AudioMetadata } from '../storage/audio-store.js';
+
+/** Which process ran an attempt: what an operator looks for in that host's logs. */
+const RUNNER = `${hostname().slice(0, 24)}:${process.pid}`;
+
+/**
+ * The worker's steps of a delivery's timeline (records/delivery-timeline.ts). A step is written
+ * without waiting for it and never fails the delivery: a Redis that refuses it (full, away)
+ * costs the inspector a line, logged, not the delivery its handling. The one step waited for is
+ * `handled`, because it also puts the handled job's record in place of its payload: the write
+ * the job made anyway (queue/job-retention.ts) carries the step, so it costs no round trip.
+ */
+export interface StepRecorder {
+  /** A run begins; notes first an attempt whose worker stopped before it ended. */
+  started(job: Job<DeliveryJobData>, delivery: Delivery): void;
+  /** Its handler ran: what it stored, noted before the message is forwarded. */
+  stored(job: Job<DeliveryJobData>, delivery: Delivery, stored: AudioMetadata | undefined): void;
+  /** The job's work is done: `handled`, and the job's record in place of its payload. */
+  handled(job: Job<DeliveryJobData>, delivery: Delivery): Promise<void>;
+  /** A run failed (`final`: for good, BullMQ will not run it again). */
+  failed(job: Job<DeliveryJobData>, reason: string, final: boolean): void;
+}
+
+export function recordSteps(timeline: DeliveryTimeline, logger: Logger): StepRecorder {
+  const unwritten = (error: unknown) => {
+    logger.debug({ err: error }, 'a delivery timeline step was not recorded');
+  };
+  const note = (subject: StepSubject, step: Step) => {
+    timeline.record(subject, step).catch(unwritten);
+  };
+  const subjectOf = (job: Job<DeliveryJobData>, delivery: Delivery): StepSubject => ({
+    event: delivery.event,
+    id: delivery.data.id,
+    receivedAt: Date.parse(job.data.receivedAt),
+  });
+  return {
+    started(job, delivery) {
+      const subject = subjectOf(job, delivery);
+      // BullMQ counts a run as started when it takes the job, and as made when it fails: a run
+      // started and neither made nor completed was cut off (its worker killed, its lock lost).
+      const cutOff = job.attemptsStarted - 1 - job.attemptsMade;
+      if (cutOff > 0) {
+        note(subject, {
+          code: 'X',
+          detail: `attempt ${job.attemptsStarted - 1} never ended: the worker running it stopped (its lock expired; the job was taken over)`,
+        });
+      }
+      note(subject, {
+        code: 'A',
+        detail: `${job.attemptsStarted} ${RUNNER}`,
+        state: 'a',
+        attempts: job.attemptsStarted,
+      });
+    },
+    stored(job, delivery, stored) {
+      if (stored === undefined) return;
+      const { file, bytes, sha256, content_type } = stored;
+      const detail = JSON.stringify({ key: file, bytes, sha256, content_type });
+      note(subjectOf(job, delivery), { code: 'S', detail });
+    },
+    async handled(job, delivery) {
+      const subject = subjectOf(job, delivery);
+      const big = payloadTooBigToKeep(job.data.body);
+      const record = handledData(job.data, delivery);
+      try {
+        await timeline.record(subject, {
+          code: 'H',
+          state: 'h',
+          failedIndex: '-',
+          ...(job.data.body === undefined
+            ? {}
+            : {
+                jobData: {
+                  key: `${job.queueQualifiedName}:${job.id}`,
+                  data: JSON.stringify(record),
+                },
+              }),
+        });
+        if (job.data.body !== undefined) job.data = record;
+      } catch (error: unknown) {
+        unwritten(error);
+        // A large payload must not stay in the noeviction Redis: the job's own write, which
+        // fails the run (retried) if Redis refuses it too.
+        if (big) await job.updateData(record);
+      }
+    },
+    failed(job, reason, final) {
+      const id = jobItemId(job.data);
+      if (id === undefined) return;
+      const subject = { event: job.name, id, receivedAt: Date.parse(job.data.receivedAt) };
+      note(subject, { code: 'X', detail: reason });
+      if (final) note(subject, { code: 'F', detail: reason, state: 'f', failedIndex: '+' });
+    },
+  };
+}

@@ -1,0 +1,269 @@
+import request from 'supertest';
+import { serve, type RunningServer } from '../../src/http-server/serve';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
+import { eventually } from '../../src/util/eventually';
+import {
+  forwardSecret,
+  startHttpEndpoint,
+  type HttpEndpoint,
+} from '../../harness/forward-destinations';
+import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
+import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
+import { createTestReceiver } from '../helpers/test-receiver';
+
+/**
+ * The delivery inspector's JSON API (CONTRACT.md, "Delivery inspector") over a real pipeline:
+ * receiver and workers on the test Redis, a real HTTPS CDN, a real forward destination.
+ */
+const PASSWORD = 'inspector test password';
+const auth = `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}`;
+
+let cdn: LocalCdn;
+let endpoint: HttpEndpoint;
+let pipeline: TestPipeline;
+let server: RunningServer;
+let base: string;
+let destination: string;
+
+beforeAll(async () => {
+  cdn = await startLocalCdn();
+  const secret = forwardSecret();
+  endpoint = await startHttpEndpoint(secret);
+  pipeline = await startTestPipeline(
+    {
+      CDN_URL: cdn.origin,
+      DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+      DOWNLOAD_ATTEMPTS: '2',
+      ADMIN_PASSWORD: PASSWORD,
+      ADMIN_READ_ONLY: 'false',
+    },
+    cdn.ca,
+    { FORWARD_URLS: endpoint.url, FORWARD_SECRET: secret },
+  );
+  server = await serve(pipeline.receiver.listener, 0, '127.0.0.1');
+  base = `http://127.0.0.1:${server.port}`;
+  const status = JSON.parse((await pipeline.cli('forward', 'status', '--json')).stdout) as {
+    name: string;
+  }[];
+  destination = status[0]?.name ?? '';
+});
+
+afterAll(async () => {
+  await server.close();
+  await pipeline.close();
+  await Promise.all([cdn.close(), endpoint.close()]);
+});
+
+const api = (path: string) => request(base).get(`/admin/api${path}`).set('Authorization', auth);
+const post = (path: string, origin = base) =>
+  request(base).post(`/admin/api${path}`).set('Authorization', auth).set('Origin', origin);
+const detailPath = (event: string, id: string) =>
+  `/deliveries/${encodeURIComponent(event)}/${encodeURIComponent(id)}`;
+
+interface Detail {
+  state: string;
+  attempts: number;
+  duplicates: number;
+  payload: unknown;
+  stored: unknown;
+  timeline: { at: string; step: string; detail: string }[];
+  forwards: { destination: string; state: string; attempts: number; last_error: string | null }[];
+}
+
+/** The delivery's detail once `ready` says it is what the test waits for. */
+async function detailWhen(event: string, id: string, ready: (d: Detail) => boolean, what: string) {
+  return await eventually(
+    async () => {
+      const res = await api(detailPath(event, id));
+      const body = res.body as Detail;
+      return res.status === 200 && ready(body) ? body : undefined;
+    },
+    { timeoutMs: 15_000 },
+  ).catch((error: unknown) => {
+    throw new Error(`${id}: ${what} not seen within 15 s`, { cause: error });
+  });
+}
+
+const steps = (d: Detail) => d.timeline.map((s) => s.step);
+
+it('a handled delivery, re-sent twice: found by id alone, its whole path in order', async () => {
+  const id = 'inspect-handled/1 ü';
+  cdn.route('/inspect/handled.mp3', audio(Buffer.from('ID3 handled audio')));
+  const delivery = sampleDelivery('audio.ready', {
+    id,
+    data: { audio_url: `${cdn.origin}/inspect/handled.mp3` },
+  });
+  // Paused for every worker: the re-sends arrive before the first attempt, in a known order.
+  await pipeline.receiver.queue.pause();
+  await pipeline.post(delivery).expect(202);
+  await pipeline.post(delivery).expect(200);
+  await pipeline.post(delivery).expect(200);
+  await pipeline.receiver.queue.resume();
+  expect(await pipeline.settled(id)).toMatchObject({ state: 'completed' });
+  const detail = await detailWhen(
+    'audio.ready',
+    id,
+    (d) => d.forwards.some((f) => f.state === 'sent'),
+    'its forward',
+  );
+
+  const found = await api(`/deliveries?id=${encodeURIComponent(id)}`).expect(200);
+  expect(found.body).toEqual({
+    deliveries: [
+      {
+        event: 'audio.ready',
+        id,
+        received_at: expect.any(String),
+        state: 'handled',
+        attempts: 1,
+        duplicates: 2,
+        forwards: { [destination]: 'sent' },
+      },
+    ],
+    next_cursor: null,
+  });
+  expect(detail).toMatchObject({ state: 'handled', attempts: 1, duplicates: 2 });
+  expect(detail.payload).toEqual(JSON.parse(JSON.stringify(delivery)));
+  expect(detail.stored).toEqual({
+    key: expect.stringMatching(/\.mp3$/),
+    bytes: 17,
+    sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    content_type: 'audio/mpeg',
+  });
+  // Forwarded from the job itself (before `handled`) or by a forward job (after it).
+  expect(steps(detail).filter((s) => s !== 'forwarded')).toEqual([
+    'received',
+    'duplicate',
+    'duplicate',
+    'attempt',
+    'stored',
+    'handled',
+  ]);
+  expect(steps(detail).indexOf('forwarded')).toBeGreaterThan(steps(detail).indexOf('stored'));
+  expect(detail.timeline[0]?.detail).toMatch(/secret #1/);
+  expect(detail.forwards).toEqual([{ destination, state: 'sent', attempts: 1, last_error: null }]);
+  const times = detail.timeline.map((s) => Date.parse(s.at));
+  expect([...times].sort((a, b) => a - b)).toEqual(times);
+});
+
+it('a failed delivery: each failed attempt with its reason, listed as failed, retried, then handled', async () => {
+  const id = `inspect-failed-${Date.now()}`;
+  cdn.route('/inspect/flaky.mp3', (_req, res) => res.writeHead(503).end());
+  await pipeline
+    .post(
+      sampleDelivery('audio.ready', { id, data: { audio_url: `${cdn.origin}/inspect/flaky.mp3` } }),
+    )
+    .expect(202);
+  expect(await pipeline.settled(id)).toMatchObject({ state: 'failed' });
+  const failed = await detailWhen('audio.ready', id, (d) => d.state === 'failed', 'failed');
+  expect(steps(failed)).toEqual([
+    'received',
+    'attempt',
+    'attempt_failed',
+    'attempt',
+    'attempt_failed',
+    'failed',
+  ]);
+  expect(failed.timeline[2]?.detail).toMatch(/503/);
+  expect(failed.attempts).toBe(2);
+
+  const list = await api('/deliveries?state=failed').expect(200);
+  const listed = (list.body as { deliveries: { id: string; state: string }[] }).deliveries;
+  expect(listed[0]).toMatchObject({ id, state: 'failed' });
+  expect(listed.every((d) => d.state === 'failed')).toBe(true);
+
+  // Not handled: no replay; no retry from elsewhere.
+  await post(`${detailPath('audio.ready', id)}/replay`).expect(409);
+  const forged = await post(`${detailPath('audio.ready', id)}/retry`, 'https://evil.example');
+  expect(forged.status).toBe(403);
+  expect(forged.body).toEqual({ detail: expect.any(String) });
+
+  cdn.route('/inspect/flaky.mp3', audio(Buffer.from('ID3 at last')));
+  const done = pipeline.settled(id);
+  await post(`${detailPath('audio.ready', id)}/retry`).expect(202);
+  const handled = await detailWhen('audio.ready', id, (d) => d.state === 'handled', 'handled');
+  expect(steps(handled).slice(-5)).toEqual([
+    'retried',
+    'attempt',
+    'stored',
+    'forwarded',
+    'handled',
+  ]);
+  void done;
+  // Handled now: a second retry is refused.
+  await post(`${detailPath('audio.ready', id)}/retry`).expect(409);
+  const again = await api('/deliveries?state=failed').expect(200);
+  expect(
+    (again.body as { deliveries: { id: string }[] }).deliveries.map((d) => d.id),
+  ).not.toContain(id);
+});
+
+it('replay runs a handled delivery again, as `replay` does', async () => {
+  const id = `inspect-replay-${Date.now()}`;
+  await pipeline.post(sampleDelivery('key.revoked', { id })).expect(202);
+  await detailWhen('key.revoked', id, (d) => d.state === 'handled', 'handled');
+  await post(`${detailPath('key.revoked', id)}/replay`).expect(202);
+  const replayed = await detailWhen(
+    'key.revoked',
+    id,
+    (d) => steps(d).filter((s) => s === 'handled').length === 2,
+    'the replay handled',
+  );
+  expect(steps(replayed)).toContain('replayed');
+  expect(replayed.timeline.find((s) => s.step === 'replayed')?.detail).toMatch(
+    /^queued again from the archive as job [0-9a-f-]{36}$/,
+  );
+});
+
+it('pauses and resumes a destination for every worker, as `forward pause` does', async () => {
+  await post(`/destinations/${encodeURIComponent(destination)}/pause`).expect(202);
+  const paused = JSON.parse((await pipeline.cli('forward', 'status', '--json')).stdout) as {
+    state: string;
+  }[];
+  expect(paused[0]?.state).toBe('paused');
+  await post(`/destinations/${encodeURIComponent(destination)}/resume`).expect(202);
+  const resumed = JSON.parse((await pipeline.cli('forward', 'status', '--json')).stdout) as {
+    state: string;
+  }[];
+  expect(resumed[0]?.state).toBe('active');
+  await post('/destinations/nowhere/pause').expect(404);
+});
+
+it('lists newest first, a page at a time with an opaque cursor; bad filters are 400', async () => {
+  const ids = [1, 2, 3].map((n) => `inspect-page-${Date.now()}-${n}`);
+  for (const id of ids) await pipeline.post(sampleDelivery('key.revoked', { id })).expect(202);
+  const pages: string[] = [];
+  let cursor: string | null = null;
+  for (let i = 0; i < 3; i++) {
+    const res = await api(
+      `/deliveries?event=key.revoked&limit=1${cursor === null ? '' : `&cursor=${cursor}`}`,
+    ).expect(200);
+    const body = res.body as { deliveries: { id: string }[]; next_cursor: string | null };
+    pages.push(...body.deliveries.map((d) => d.id));
+    cursor = body.next_cursor;
+  }
+  expect(pages).toEqual([...ids].reverse());
+  await api('/deliveries?limit=201').expect(400);
+  await api('/deliveries?state=lost').expect(400);
+  await api('/deliveries?since=yesterday-ish').expect(400);
+  await api(detailPath('audio.ready', 'never-sent')).expect(404);
+  await request(base).get('/admin/api/deliveries').expect(401);
+});
+
+it('read-only (the default): every change refused with 403, reads allowed', async () => {
+  const receiver = await createTestReceiver({ ADMIN_PASSWORD: PASSWORD });
+  const own = await serve(receiver.listener, 0, '127.0.0.1');
+  const origin = `http://127.0.0.1:${own.port}`;
+  try {
+    await request(origin).get('/admin/api/deliveries').set('Authorization', auth).expect(200);
+    const refused = await request(origin)
+      .post('/admin/api/destinations/any/pause')
+      .set('Authorization', auth)
+      .set('Origin', origin)
+      .expect(403);
+    expect(refused.body).toEqual({ detail: 'the dashboard is read-only (ADMIN_READ_ONLY=true)' });
+  } finally {
+    await own.close();
+    await receiver.close();
+  }
+});
