@@ -34,7 +34,7 @@ table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #d0d7
 th,td{text-align:left;padding:.4rem .6rem;border-bottom:1px solid #eaeef2;vertical-align:top}
 th{background:#f6f8fa;font-size:.85rem}td.num{text-align:right}
 .state{display:inline-block;padding:.05rem .5rem;border-radius:1rem;font-weight:600;font-size:.85rem;color:#fff}
-.queued{background:#6e7781}.active{background:#0969da}.handled{background:#1a7f37}.failed{background:#cf222e}
+.state.queued{background:#6e7781}.state.active{background:#0969da}.state.handled{background:#1a7f37}.state.failed{background:#cf222e}
 .fw{display:inline-block;margin-right:.35rem;white-space:nowrap;font-size:.85rem}
 .fw.sent{color:#1a7f37}.fw.failed{color:#cf222e}.fw.held{color:#9a6700}.fw.pending{color:#57606a}.fw.filtered{color:#8c959f}
 .note{padding:.6rem .8rem;border-radius:6px;margin:.8rem 0;border:1px solid}
@@ -52,12 +52,17 @@ dt{color:#57606a}dd{margin:0;word-break:break-all}
 .id{word-break:break-all;font-family:ui-monospace,monospace}
 .visually{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}`;
 
-/** A whole page: the same frame around every view. */
+/**
+ * A whole page: the same frame around every view. Its referrer policy is `same-origin`, not the
+ * service's `no-referrer`: under that one, Chromium sends a form's POST with `Origin: null`, and
+ * the dashboard's CSRF check (an Origin naming this host) refuses every action the page offers.
+ */
 export function page(title: string, body: Html): string {
   return html`<!doctype html>
     <html lang="en">
       <head>
         <meta charset="utf-8" />
+        <meta name="referrer" content="same-origin" />
         <meta name="viewport" content="width=device-width" />
         <title>${title} · audio-webhooks</title>
         <style>

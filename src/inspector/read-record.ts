@@ -162,6 +162,12 @@ function worded(code: string, detail: string, destinations: readonly string[]): 
       const space = detail.indexOf(' ');
       return `attempt ${detail.slice(0, space)} by worker ${detail.slice(space + 1)}`;
     }
+    case 'S': {
+      const item = parseJson(detail);
+      if (item === null || typeof item !== 'object') return detail;
+      const { key, bytes, content_type } = item as Record<string, unknown>;
+      return `${String(key)}, ${String(bytes)} bytes, ${String(content_type)}`;
+    }
     case 'T':
       return 'put back on the queue with fresh attempts';
     case 'P':

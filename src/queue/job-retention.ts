@@ -2,10 +2,11 @@ import type { Delivery } from '../provider-spec/delivery.js';
 import { shownId, type DeliveryJobData } from './delivery-job-data.js';
 
 /**
- * A payload longer than this is replaced, once its job has done its work, by a record
- * (handledData): one more Redis call. A shorter one costs less to keep than that call (a
- * handled delivery leaves at most 2 KB in Redis), and the provider's own bodies are shorter, so
- * the common job pays nothing (docs/performance-history.md, "Figures behind the code").
+ * A payload longer than this must be replaced, once its job has done its work, by a record
+ * (handledData). The worker's `handled` step replaces every payload in the call that records
+ * the step (worker/record-steps.ts); should that call fail, the job's own update replaces one
+ * longer than this, and a shorter one is cheaper to keep than that extra call
+ * (docs/performance-history.md, "Figures behind the code").
  */
 export const PAYLOAD_KEPT_BELOW = 512;
 

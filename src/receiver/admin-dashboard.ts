@@ -59,6 +59,8 @@ export interface DashboardOptions {
  *    makes, a forged form post from another site included, so the Origin check is the CSRF
  *    defence (OWASP's "verify origin with standard headers"; bull-board has no token of its own).
  * The page asks nothing of any other origin (OwnOriginAdapter, OWN_ORIGIN_POLICY).
+ * The delivery inspector (inspector/: its page at /admin/deliveries, its API under /admin/api)
+ * stands behind the same four layers and policy.
  */
 export function adminDashboard(options: DashboardOptions): Router {
   const board = new OwnOriginAdapter().setBasePath(ADMIN_PATH);

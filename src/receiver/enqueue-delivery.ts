@@ -43,10 +43,11 @@ export type StoreDelivery = (
 /**
  * What a queued delivery costs Redis, an upper bound: its body rounded up to the allocator's
  * size class (jemalloc's classes are up to 25 % apart; a large body also keeps the slack of the
- * query buffer it arrived in), plus the job's fields, its mark and its event. Counting less let
- * a burst between two readings of INFO memory carry Redis past the reserve (docs/capacity.md).
+ * query buffer it arrived in), plus the job's fields, its mark and its event, and its timeline
+ * record (under 512 bytes when it starts). Counting less let a burst between two readings of
+ * INFO memory carry Redis past the reserve (docs/capacity.md).
  */
-const storedBytes = (bodyBytes: number) => Math.ceil(bodyBytes * 1.25) + 2048;
+const storedBytes = (bodyBytes: number) => Math.ceil(bodyBytes * 1.25) + 2048 + 512;
 
 export function createDeliveryStore(
   queue: DeliveryQueue,

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import type { RedisConnection } from '../redis/connections.js';
-import type { IRedisTransaction } from 'bullmq';
 import { LISTED_DUPLICATES, MAX_STEPS, RECEIVED, STEP } from './timeline-scripts.js';
 
 export { LISTED_DUPLICATES, MAX_STEPS };
@@ -130,8 +129,8 @@ export interface Step {
   readonly code?: StepCode;
   readonly detail?: string;
   readonly state?: StateCode;
-  /** The attempts started: a number, or one more. */
-  readonly attempts?: number | '+';
+  /** The attempts started so far. */
+  readonly attempts?: number;
   /** Into the failed index, or out of it. */
   readonly failedIndex?: '+' | '-';
   readonly destination?: {
@@ -141,7 +140,12 @@ export interface Step {
   };
   readonly jobId?: string;
   /** Sets this job's data in the same call (the handled job's record: run-delivery.ts). */
-  readonly jobData?: { readonly key: string; readonly data: string };
+  readonly jobData?: {
+    readonly key: string;
+    readonly data: string;
+    /** Its deduplication id is spent (a provider's delivery's, not a replay's): dropped. */
+    readonly spentDedupeId: boolean;
+  };
 }
 
 export interface DeliveryTimeline {
@@ -152,7 +156,8 @@ export interface DeliveryTimeline {
    * names `jobId` when the delivery is new). `detail`: which secret verified it, its size.
    */
   received(
-    transaction: IRedisTransaction,
+    /** A MULTI, made from a connection the scripts were defined on (defineTimelineCommands). */
+    transaction: object,
     mark: string,
     jobId: string,
     subject: Omit<StepSubject, 'receivedAt'>,
@@ -230,6 +235,7 @@ export function deliveryTimeline(
         destination?.name ?? '',
         destination === undefined ? '' : `${destination.code}${destination.attempts}`,
         step.jobData?.data ?? '',
+        step.jobData?.spentDedupeId === true ? '1' : '',
       );
     },
     received(transaction, mark, jobId, subject, detail) {

@@ -80,6 +80,7 @@ export function recordSteps(timeline: DeliveryTimeline, logger: Logger): StepRec
                 jobData: {
                   key: `${job.queueQualifiedName}:${job.id}`,
                   data: JSON.stringify(record),
+                  spentDedupeId: job.data.replay === undefined,
                 },
               }),
         });
@@ -95,7 +96,8 @@ export function recordSteps(timeline: DeliveryTimeline, logger: Logger): StepRec
       const id = jobItemId(job.data);
       if (id === undefined) return;
       const subject = { event: job.name, id, receivedAt: Date.parse(job.data.receivedAt) };
-      note(subject, { code: 'X', detail: reason });
+      // Not final: it waits for its backoff, queued again.
+      note(subject, { code: 'X', detail: reason, ...(final ? {} : { state: 'q' as const }) });
       if (final) note(subject, { code: 'F', detail: reason, state: 'f', failedIndex: '+' });
     },
   };

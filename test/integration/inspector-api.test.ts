@@ -1,14 +1,10 @@
 import request from 'supertest';
-import { serve, type RunningServer } from '../../src/http-server/serve';
+import { serve } from '../../src/http-server/serve';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { eventually } from '../../src/util/eventually';
-import {
-  forwardSecret,
-  startHttpEndpoint,
-  type HttpEndpoint,
-} from '../../harness/forward-destinations';
-import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
-import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
+import { audio, type LocalCdn } from '../../harness/local-cdn';
+import type { TestPipeline } from '../helpers/test-pipeline';
+import { startInspectorBed, type InspectorBed } from '../helpers/inspector-bed';
 import { createTestReceiver } from '../helpers/test-receiver';
 
 /**
@@ -18,40 +14,20 @@ import { createTestReceiver } from '../helpers/test-receiver';
 const PASSWORD = 'inspector test password';
 const auth = `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}`;
 
+let bed: InspectorBed;
 let cdn: LocalCdn;
-let endpoint: HttpEndpoint;
 let pipeline: TestPipeline;
-let server: RunningServer;
 let base: string;
 let destination: string;
 
 beforeAll(async () => {
-  cdn = await startLocalCdn();
-  const secret = forwardSecret();
-  endpoint = await startHttpEndpoint(secret);
-  pipeline = await startTestPipeline(
-    {
-      CDN_URL: cdn.origin,
-      DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
-      DOWNLOAD_ATTEMPTS: '2',
-      ADMIN_PASSWORD: PASSWORD,
-      ADMIN_READ_ONLY: 'false',
-    },
-    cdn.ca,
-    { FORWARD_URLS: endpoint.url, FORWARD_SECRET: secret },
-  );
-  server = await serve(pipeline.receiver.listener, 0, '127.0.0.1');
-  base = `http://127.0.0.1:${server.port}`;
-  const status = JSON.parse((await pipeline.cli('forward', 'status', '--json')).stdout) as {
-    name: string;
-  }[];
-  destination = status[0]?.name ?? '';
+  bed = await startInspectorBed(PASSWORD);
+  ({ cdn, pipeline, destination } = bed);
+  base = `http://127.0.0.1:${bed.server.port}`;
 });
 
 afterAll(async () => {
-  await server.close();
-  await pipeline.close();
-  await Promise.all([cdn.close(), endpoint.close()]);
+  await bed.close();
 });
 
 const api = (path: string) => request(base).get(`/admin/api${path}`).set('Authorization', auth);
@@ -217,15 +193,9 @@ it('replay runs a handled delivery again, as `replay` does', async () => {
 
 it('pauses and resumes a destination for every worker, as `forward pause` does', async () => {
   await post(`/destinations/${encodeURIComponent(destination)}/pause`).expect(202);
-  const paused = JSON.parse((await pipeline.cli('forward', 'status', '--json')).stdout) as {
-    state: string;
-  }[];
-  expect(paused[0]?.state).toBe('paused');
+  expect(await bed.destinationState()).toBe('paused');
   await post(`/destinations/${encodeURIComponent(destination)}/resume`).expect(202);
-  const resumed = JSON.parse((await pipeline.cli('forward', 'status', '--json')).stdout) as {
-    state: string;
-  }[];
-  expect(resumed[0]?.state).toBe('active');
+  expect(await bed.destinationState()).toBe('active');
   await post('/destinations/nowhere/pause').expect(404);
 });
 
