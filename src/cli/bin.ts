@@ -1,6 +1,6 @@
+import { createInterface } from 'node:readline';
 import { loadDotEnv } from '../load-dotenv.js';
 import { messageOf } from './cli-errors.js';
-import { confirm } from './confirm.js';
 import { runCli } from './main.js';
 
 const stdout = { out: (text: string) => process.stdout.write(text) };
@@ -12,6 +12,31 @@ const stderr = {
   isTTY: process.stderr.isTTY,
   ...(person ? { confirm } : {}),
 };
+
+/**
+ * Asks a yes/no question on the terminal (the question on standard error, which keeps standard
+ * output for the answer): true for `y` or `yes`; anything else, Ctrl-C or Ctrl-D is no.
+ */
+function confirm(question: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const terminal = createInterface({ input: process.stdin, output: process.stderr });
+    let answered = false;
+    terminal.question(`${question} [y/N] `, (answer) => {
+      answered = true;
+      terminal.close();
+      resolve(/^y(es)?$/i.test(answer.trim()));
+    });
+    // Ctrl-C asks readline to pause by default, which would leave the question unanswered.
+    terminal.on('SIGINT', () => {
+      terminal.close();
+    });
+    terminal.on('close', () => {
+      if (answered) return;
+      process.stderr.write('\n');
+      resolve(false);
+    });
+  });
+}
 
 loadDotEnv();
 runCli(process.argv.slice(2), process.env, stdout, stderr).then(

@@ -17,6 +17,7 @@ import { StorageError } from '../storage/storage-errors.js';
 import { COMMANDS, commandUsage, USAGE } from './usage.js';
 import { runForward } from './forward-command.js';
 import { withRedis } from './with-redis.js';
+import { runInspect } from './inspect-command.js';
 
 const OPTIONS = {
   json: { type: 'boolean' },
@@ -58,6 +59,7 @@ const ACCEPTS: Readonly<Record<string, readonly string[]>> = {
   voices: ['json'],
   replay: [...REPLAY_FLAGS],
   forward: ['json', 'since', 'until', 'event'],
+  inspect: ['json', 'event'],
 };
 
 /** Runs one command; returns the exit code. Standard output only carries the command's answer. */
@@ -156,6 +158,15 @@ export async function runCli(
         config,
         output,
         errors,
+      );
+    }
+    if (command === 'inspect') {
+      if (rest.length !== 1 || rest[0] === undefined)
+        throw new UsageError('inspect takes exactly one data.id');
+      const id = rest[0];
+      const flags = { event: values.event, json: values.json === true };
+      return await withRedis(config, (redis) =>
+        runInspect(id, flags, config, redis, output, errors),
       );
     }
     if (command === 'retry' && (rest.length === 1) === (values.all === true)) {

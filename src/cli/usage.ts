@@ -39,6 +39,10 @@ export const COMMANDS: Readonly<
       'forward status [--json] | forward pause <name> | forward resume <name>\n          | forward test-filter <json> [--since WHEN] [--until WHEN] [--event E] [--json]',
     does: "the forward destinations: status lists each (name, kind, state, messages waiting, oldest's age); pause / resume hold or release one for every worker; test-filter runs a FORWARD_CONFIG filter over the archived deliveries and says how many it matches of how many it read, and the first 10 ids (the message it sees: type, id, timestamp = when received, data; no stored)",
   },
+  inspect: {
+    synopsis: 'inspect <id> [--event E] [--json]',
+    does: "what happened to the delivery of this data.id: its state, timeline (received, re-sends, each attempt and why it failed, stored, handled or failed, forwarded per destination, retried, replayed) and forwards; --json prints the inspector API's object; exit 1 when none is kept",
+  },
   help: { synopsis: 'help [command]', does: "this text, or one command's" },
 };
 
@@ -48,7 +52,7 @@ ${Object.values(COMMANDS)
   .map(({ synopsis, does }) => `  ${synopsis}\n      ${does}`)
   .join('\n')}
 
-exit codes: 0 success, 1 Redis, the store or the URL unreachable (or send got no 2xx, or replay found nothing archived for an id), 2 bad arguments
+exit codes: 0 success, 1 Redis, the store or the URL unreachable (or send got no 2xx, or replay found nothing archived for an id, or inspect found no delivery), 2 bad arguments
 `;
 
 export function commandUsage(command: string): string {
