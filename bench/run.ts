@@ -7,7 +7,7 @@
  *
  * `npm run bench -- --<section>` runs one section alone and prints it with its targets, but
  * writes no bench/results.json: --ingestion, --downloads, --stores, --archive, --forwarding,
- * --capacity.
+ * --capacity, --inspector.
  */
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -17,6 +17,7 @@ import { startLocalCdn, type LocalCdn } from '../harness/local-cdn.js';
 import { startPrivateRedis, type PrivateRedis } from '../harness/private-redis.js';
 import { runArchiveSection } from './archive-cost.js';
 import { runDownloads } from './downloads.js';
+import { inspectorTargets, runInspector } from './inspector.js';
 import { ingestionSections, runIngestion } from './ingestion-section.js';
 import { runReplicaWait } from './replica-wait.js';
 import { freshRedis } from './lib.js';
@@ -64,6 +65,17 @@ const downloadsAndStores = async ({ redisServer, redis, cdn }: Bench, concurrenc
   return [downloadsSection(downloads), storesSection(stores, downloads)];
 };
 
+/** Finding one delivery among a million (its own private Redis). */
+async function runInspectorSection(): Promise<Section<unknown>> {
+  const figures = await runInspector();
+  return {
+    title: 'The delivery inspector',
+    figures,
+    lines: [],
+    targets: inspectorTargets(figures),
+  };
+}
+
 /** The sections that run alone, by their flag. */
 const ALONE: Record<string, (bench: Bench) => Promise<Section<unknown>[]>> = {
   '--ingestion': async ({ redisServer, redis }) => [
@@ -77,6 +89,7 @@ const ALONE: Record<string, (bench: Bench) => Promise<Section<unknown>[]>> = {
     await runForwardingSection(redisServer.url, cdn, DEFAULT_CONCURRENCY),
   ],
   '--capacity': async ({ redisServer, cdn }) => [await runCapacitySection(redisServer.url, cdn)],
+  '--inspector': async () => [await runInspectorSection()],
 };
 
 /** Every section, in an order where each starts on a Redis the one before left clean enough. */
@@ -95,6 +108,7 @@ async function everySection(bench: Bench): Promise<Section<unknown>[]> {
   sections.push(await runArchiveSection(redisServer.url));
   sections.push(await runForwardingSection(redisServer.url, cdn, endToEnd.best));
   sections.push(await runCapacitySection(redisServer.url, cdn));
+  sections.push(await runInspectorSection());
   return sections;
 }
 
