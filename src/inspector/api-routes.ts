@@ -21,11 +21,13 @@ function one(query: Request['query'], name: string): string | undefined {
   return value;
 }
 
-/** A time as an ISO 8601 text or milliseconds since the epoch. */
+/** A time as an ISO 8601 text (UTC when it names no zone) or milliseconds since the epoch. */
 function time(query: Request['query'], name: string): number | undefined {
   const value = one(query, name);
   if (value === undefined) return undefined;
-  const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  // A time without a zone (the page's datetime-local fields) is UTC, whatever the server's zone.
+  const zoneless = /^\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?$/.test(value);
+  const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(zoneless ? `${value}Z` : value);
   if (!Number.isFinite(ms))
     throw new BadRequestError(`${name} is not a time (ISO 8601, or ms since the epoch)`);
   return ms;

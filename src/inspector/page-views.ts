@@ -26,6 +26,10 @@ export interface ListView {
   readonly notice?: { readonly kind: 'done' | 'problem'; readonly text: string } | undefined;
 }
 
+/** A time as a datetime-local field shows it, in UTC (the field has no zone). */
+const local = (ms: number | undefined) =>
+  ms === undefined ? '' : new Date(ms).toISOString().slice(0, 16);
+
 const option = (value: string, chosen: string | undefined, label = value) =>
   html`<option value="${value}" ${chosen === value ? html` selected` : ''}>${label}</option>`;
 
@@ -81,6 +85,12 @@ export function listPage(view: ListView): string {
             ${option('', q.destination, 'any')}${view.destinations.map((d) => option(d.entry.name, q.destination))}
           </select></label
         >
+        <label
+          >Received since (UTC)<input type="datetime-local" name="since" value="${local(q.since)}"
+        /></label>
+        <label
+          >until (UTC)<input type="datetime-local" name="until" value="${local(q.until)}"
+        /></label>
         <button class="primary" type="submit">Search</button> <a href="${PAGE}">Clear</a>
       </form>
       <table>

@@ -213,6 +213,17 @@ it('lists newest first, a page at a time with an opaque cursor; bad filters are 
     cursor = body.next_cursor;
   }
   expect(pages).toEqual([...ids].reverse());
+  // By time: a datetime-local field's value (no zone: UTC), an ISO time, milliseconds.
+  const within = async (query: string) =>
+    (
+      (await api(`/deliveries?event=key.revoked&${query}`).expect(200)).body as {
+        deliveries: { id: string }[];
+      }
+    ).deliveries.map((d) => d.id);
+  const inAnHour = new Date(Date.now() + 3_600_000).toISOString().slice(0, 16);
+  expect(await within(`since=${inAnHour}`)).toEqual([]);
+  expect(await within('until=2000-01-01T00:00:00Z')).toEqual([]);
+  expect(await within(`since=${Date.now() - 60_000}`)).toEqual(expect.arrayContaining(ids));
   await api('/deliveries?limit=201').expect(400);
   await api('/deliveries?state=lost').expect(400);
   await api('/deliveries?since=yesterday-ish').expect(400);

@@ -43,7 +43,7 @@ const delivery = {
 
 it('the list: a sender-written id is shown, never markup; states as words; one mark per destination', () => {
   const page = listPage({
-    query: { id: hostile, limit: 50 },
+    query: { id: hostile, limit: 50, since: Date.parse('2026-11-27T10:30:00Z') },
     deliveries: [{ ...delivery, forwards: { indexer: 'held', audit: 'sent' } }],
     next: 'CURSOR',
     events: ['audio.ready'],
@@ -56,6 +56,9 @@ it('the list: a sender-written id is shown, never markup; states as words; one m
   expect(page).toContain('⏸ indexer');
   expect(page).toContain('✓ audit');
   expect(page).toContain('cursor=CURSOR');
+  // The time filter shows as the field holds it (UTC, to the minute), and pages carry it on.
+  expect(page).toContain('name="since" value="2026-11-27T10:30"');
+  expect(page).toContain(`since=${Date.parse('2026-11-27T10:30:00Z')}`);
   expect(page).toContain(`href="${escapeHtml(deliveryPath('audio.ready', hostile))}"`);
 });
 
