@@ -52,16 +52,22 @@ export async function findById(
     .sort((a, b) => b.score - a.score);
 }
 
+/** What a list asks for: every field narrows it; none, the newest deliveries of all. */
 export interface ListQuery {
+  /** At most this many (1 to 200). */
+  readonly limit: number;
+  /** Where the page before ended (its `next_cursor`). */
+  readonly cursor?: string | undefined;
+  /** Only this event's. */
   readonly event?: string | undefined;
+  /** Only those in this state (`failed` reads the failed index alone). */
   readonly state?: DeliveryState | undefined;
+  /** Only those whose message went, or goes, to this destination. */
   readonly destination?: string | undefined;
   /** Received at or after (ms). */
   readonly since?: number | undefined;
   /** Received at or before (ms). */
   readonly until?: number | undefined;
-  readonly limit: number;
-  readonly cursor?: string | undefined;
 }
 
 /** Index entries read per round trip while filtering. */
