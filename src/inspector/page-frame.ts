@@ -17,7 +17,8 @@ export const destinationPath = (name: string, action: 'pause' | 'resume') =>
   `${PAGE}/destinations/${encodeURIComponent(name)}/${action}`;
 
 // No script, and no style from elsewhere (the dashboard's CSP): the colours say the state,
-// and the state is always a word too.
+// and the state is always a word too. An action is a link styled as a button: it opens the
+// page that says what the action will do, whose own button (a form's POST) does it.
 const STYLE = `
 body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1f2328;background:#f6f8fa}
 header{background:#24292f;color:#fff;padding:.6rem 1.5rem;display:flex;gap:1.5rem;align-items:center}
@@ -48,6 +49,8 @@ ol.timeline li{padding:.2rem 0}ol.timeline time{color:#57606a;font-variant-numer
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem;background:#fff;border:1px solid #d0d7de;padding:.8rem}
 dt{color:#57606a}dd{margin:0;word-break:break-all}
 .actions{display:flex;gap:.6rem;margin:.8rem 0}.actions form{margin:0}
+a.button{display:inline-block;padding:.25rem .7rem;border:1px solid #8c959f;border-radius:4px;background:#f3f4f6;color:#1f2328;text-decoration:none;font-size:.9rem}
+a.button:hover{background:#eaeef2}
 .columns{display:grid;grid-template-columns:1fr 1fr;gap:1rem}
 .id{word-break:break-all;font-family:ui-monospace,monospace}
 .visually{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}`;

@@ -141,7 +141,7 @@ function destinationsTable(
       </td>
       <td class="num">${status?.held ?? 0}</td>
       <td>
-        ${readOnly ? '' : html`<a href="${destinationPath(entry.name, action)}?back=${encodeURIComponent(back)}">${paused ? 'Resume' : 'Pause'} ${entry.name}…</a>`}
+        ${readOnly ? '' : html`<a class="button" href="${destinationPath(entry.name, action)}?back=${encodeURIComponent(back)}">${paused ? 'Resume' : 'Pause'} ${entry.name}…</a>`}
       </td>
     </tr>`;
   });
@@ -172,8 +172,8 @@ export function detailPage(view: DetailView, readOnly: boolean, shown: ListView[
         Actions are off: the dashboard is read-only (ADMIN_READ_ONLY=true).
       </p>`
     : html`<div class="actions">
-        ${d.state === 'failed' ? html`<a href="${self}/retry">Retry this delivery…</a>` : ''}
-        ${d.state === 'handled' ? html`<a href="${self}/replay">Replay this delivery…</a>` : ''}
+        ${d.state === 'failed' ? html`<a class="button" href="${self}/retry">Retry this delivery…</a>` : ''}
+        ${d.state === 'handled' ? html`<a class="button" href="${self}/replay">Replay this delivery…</a>` : ''}
       </div>`;
   const paused = new Map(view.destinations.map((s) => [s.name, s]));
   const forwards = d.forwards.map((f) => {
@@ -186,7 +186,7 @@ export function detailPage(view: DetailView, readOnly: boolean, shown: ListView[
       <td>${f.last_error ?? '—'}</td>
       <td>
         ${isPaused ? html`<strong>paused</strong>` : 'active'}
-        ${readOnly ? '' : html` · <a href="${destinationPath(f.destination, isPaused ? 'resume' : 'pause')}?back=${encodeURIComponent(self)}">${isPaused ? 'Resume' : 'Pause'}…</a>`}
+        ${readOnly ? '' : html` · <a class="button" href="${destinationPath(f.destination, isPaused ? 'resume' : 'pause')}?back=${encodeURIComponent(self)}">${isPaused ? 'Resume' : 'Pause'}…</a>`}
       </td>
     </tr>`;
   });
