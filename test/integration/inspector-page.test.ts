@@ -113,7 +113,7 @@ it('finds a delivery by id from the keyboard, shows its whole path, and fits 128
     await expect(page.locator('table').first().locator('tbody tr').count()).resolves.toBe(1);
     const focused = () =>
       page.evaluate<string | null>('document.activeElement?.textContent ?? null');
-    for (let i = 0; i < 12 && (await focused()) !== handledId; i++)
+    for (let i = 0; i < 40 && (await focused()) !== handledId; i++)
       await page.keyboard.press('Tab');
     expect(await focused()).toBe(handledId);
     await page.keyboard.press('Enter');
