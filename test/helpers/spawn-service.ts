@@ -10,6 +10,12 @@ export interface ServiceProcess {
   readonly logs: Record<string, unknown>[];
   /** Resolves with the first log line (past or future) whose msg matches. */
   waitForLog(msg: string | RegExp): Promise<Record<string, unknown>>;
+  /**
+   * Resolves with the pids of the receiving processes, in the order they started, once `count`
+   * of them (default 1) listen and each that started has its web connection to Redis up, as /readyz says before a balancer sends: "started"
+   * is logged once the port listens, and a delivery sent before the connection is up gets 503.
+   */
+  receiving(count?: number): Promise<number[]>;
   /** Resolves once `condition` holds, checked now and after every log line. */
   until(condition: () => boolean): Promise<void>;
   /** Resolves with the exit code. */
@@ -127,19 +133,33 @@ export function spawnService(
     }),
   );
   live.set(child, { exited, inTest, group });
+  const until = (condition: () => boolean): Promise<void> => {
+    if (condition()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      checks.push({ condition, resolve });
+      void exited.then((code) => {
+        reject(new Error(`service exited (${code}) before the condition held: ${stderr}`));
+      });
+    });
+  };
+  const receivingPids = () => {
+    const pidsOf = (pick: (line: Record<string, unknown>) => boolean) =>
+      logs.filter(pick).map((line) => line.pid as number);
+    const connected = new Set(
+      pidsOf((line) => line.msg === 'Redis connected' && line.connection === 'web'),
+    );
+    const started = pidsOf((line) => line.msg === 'audio-webhooks started');
+    return started.every((pid) => connected.has(pid)) ? started : [];
+  };
   return {
     child,
     logs,
     exited,
     stderr: () => stderr,
-    until(condition) {
-      if (condition()) return Promise.resolve();
-      return new Promise((resolve, reject) => {
-        checks.push({ condition, resolve });
-        void exited.then((code) => {
-          reject(new Error(`service exited (${code}) before the condition held: ${stderr}`));
-        });
-      });
+    until,
+    async receiving(count = 1) {
+      await until(() => receivingPids().length >= count);
+      return receivingPids();
     },
     waitForLog(match) {
       const seen = logs.find((line) => matches(line, match));

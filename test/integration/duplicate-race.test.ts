@@ -34,7 +34,7 @@ it('the same delivery at two receiver processes at once: one 202, the rest 200 d
       PORT: String(port),
     });
     services.push(service);
-    await service.waitForLog('audio-webhooks started');
+    await service.receiving();
   }
   for (let round = 0; round < 10; round += 1) {
     const { raw, headers } = signed(sampleDelivery('audio.failed', { id: `race-${round}` }));

@@ -59,7 +59,10 @@ async function cluster(env: Record<string, string>) {
   const workers = healthPorts.map((health) =>
     service({ ...common, ROLE: 'worker', WORKER_HEALTH_PORT: String(health) }),
   );
-  await Promise.all([web, ...workers].map((s) => s.waitForLog('audio-webhooks started')));
+  await Promise.all([
+    web.receiving(),
+    ...workers.map((s) => s.waitForLog('audio-webhooks started')),
+  ]);
   /** Resolves once both workers have read `name` as paused (their /metrics say so). */
   const workersSeePaused = (name: string) =>
     Promise.all(

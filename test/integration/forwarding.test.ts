@@ -76,10 +76,7 @@ it('200 deliveries from the sandbox: 200 messages at an HTTP endpoint, a JetStre
   // Two processes work the queues: the whole service and a second worker beside it.
   const all = service(env);
   const worker = service({ ...env, ROLE: 'worker' });
-  await Promise.all([
-    all.waitForLog('audio-webhooks started'),
-    worker.waitForLog('audio-webhooks started'),
-  ]);
+  await Promise.all([all.receiving(), worker.waitForLog('audio-webhooks started')]);
 
   const items = Array.from({ length: 200 }, (_unused, i) => ({
     id: `fwd-${i}`,
@@ -149,7 +146,7 @@ it('a destination down for 10 s (a nats-server stopped, the HTTP endpoint answer
     FORWARD_BACKOFF_MS: '200',
     FORWARD_TIMEOUT_MS: '2000',
   });
-  await all.waitForLog('audio-webhooks started');
+  await all.receiving();
 
   await nats.stop();
   endpoint.failing = true;

@@ -37,10 +37,7 @@ it('SIGTERM during in-flight requests answers every one of them, then exits 0', 
     // One process's drain; WEB_CONCURRENCY's is test/integration/web-cluster.test.ts.
     WEB_CONCURRENCY: '1',
   });
-  await Promise.all([
-    service.waitForLog('audio-webhooks started'),
-    service.waitForLog('Redis connected'),
-  ]);
+  await service.receiving();
   expect(await get(port, '/readyz')).toBe(200);
 
   // Twenty requests whose bodies are half sent: certainly in flight when the signal lands.

@@ -68,9 +68,10 @@ beforeAll(async () => {
       }),
     );
   }
-  await Promise.all(
-    [...webs.map((w) => w.service), ...workers].map((s) => s.waitForLog('audio-webhooks started')),
-  );
+  await Promise.all([
+    ...webs.map((w) => w.service.receiving()),
+    ...workers.map((s) => s.waitForLog('audio-webhooks started')),
+  ]);
 }, 60_000);
 
 afterAll(async () => {

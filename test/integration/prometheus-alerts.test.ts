@@ -139,7 +139,7 @@ beforeAll(async () => {
     FORWARD_SECRET: secret,
   };
   web = service('web', { PORT: String(port), INTERNAL_PORT: String(internalPort) });
-  await web.waitForLog('audio-webhooks started');
+  await web.receiving();
   prometheus = await startPrometheus({
     job: JOB,
     targets: [

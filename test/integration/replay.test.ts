@@ -102,7 +102,8 @@ async function start(
     },
     { main: build.main },
   );
-  await service.waitForLog('audio-webhooks started');
+  if (env.ROLE === 'worker') await service.waitForLog('audio-webhooks started');
+  else await service.receiving();
   return { ...app, service };
 }
 

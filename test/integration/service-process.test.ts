@@ -126,7 +126,7 @@ it('reads .env from the working directory; the real environment wins', async () 
   const started = await service.waitForLog('audio-webhooks started');
   expect(started).toMatchObject({ listen: `127.0.0.1:${port}`, webhookPath: '/from-env' });
   expect(started.dotenv).toBe(join(cwd, '.env'));
-  await service.waitForLog('Redis connected');
+  await service.receiving();
   const { raw, headers } = signed(sampleDelivery('key.revoked'), { secret: 'from-dotenv' });
   const res = await request(`http://127.0.0.1:${port}/from-env`, {
     method: 'POST',
@@ -300,8 +300,7 @@ describe('a second signal', () => {
       // Longer than the wait below: an exit within it is the second signal's, not the timeout's.
       SHUTDOWN_TIMEOUT_MS: String(2 * HANG_MS),
     });
-    await service.waitForLog('audio-webhooks started');
-    await service.waitForLog('Redis connected');
+    await service.receiving();
     const delivery = sampleDelivery('audio.ready', {
       id: `slow-${randomUUID()}`,
       data: { audio_url: `${cdn.origin}/slow.mp3` },

@@ -4,7 +4,6 @@ import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { dedupeKeys } from '../../src/receiver/enqueue-delivery';
-import { eventually } from '../../src/util/eventually';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { afterTest } from '../helpers/after-test';
 import { freePort } from '../../harness/private-redis';
@@ -45,11 +44,11 @@ it('SIGTERM while an enqueue stalls on Redis: that request gets a 503, never a 2
     ROLE: 'web',
     WEB_CONCURRENCY: '1',
   });
-  await service.waitForLog('audio-webhooks started');
-  await eventually(async () => {
-    const ready = await fetch(`http://127.0.0.1:${String(port)}/readyz`).catch(() => undefined);
-    return ready?.status === 200 ? true : undefined;
-  });
+  await service.receiving();
+  // One delivery stored first: the queue's own start-up commands (BullMQ reads the server's
+  // version once connected) are then behind it, and the stall below holds the enqueue alone.
+  const warm = signed(sampleDelivery('audio.ready', { id: `warm-${randomUUID()}` }));
+  expect(await post(port, warm.raw, warm.headers)).toBe(202);
 
   const id = `stalled-${randomUUID()}`;
   const delivery = sampleDelivery('audio.ready', { id });
@@ -79,5 +78,5 @@ it('SIGTERM while an enqueue stalls on Redis: that request gets a 503, never a 2
   };
   expect([200, 202]).toContain((await retry()).status);
   expect((await retry()).status).toBe(200);
-  expect(await receiver.queue.getJobCounts('waiting')).toEqual({ waiting: 1 });
+  expect(await receiver.queue.getJobCounts('waiting')).toEqual({ waiting: 2 });
 }, 60_000);

@@ -44,11 +44,7 @@ it('one delivery is one trace, from the HTTP request in the web process to the f
     DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
   });
   running.push(web, worker);
-  // Connected to Redis, not merely started: the receiver answers 503 until then.
-  await Promise.all([
-    web.waitForLog('Redis connected'),
-    worker.waitForLog('audio-webhooks started'),
-  ]);
+  await Promise.all([web.receiving(), worker.waitForLog('audio-webhooks started')]);
 
   const { raw, headers } = signed(
     sampleDelivery('audio.ready', {

@@ -32,22 +32,6 @@ function startCluster(
   return service;
 }
 
-/**
- * Pids of the receiver processes that logged "started", once `count` of them have and each is
- * connected to Redis (until then a process answers 503, which a loaded machine makes visible).
- */
-async function startedPids(service: ServiceProcess, count: number): Promise<number[]> {
-  return eventually(async () => {
-    const pidsOf = (msg: string) =>
-      service.logs.filter((line) => line.msg === msg).map((line) => line.pid as number);
-    const started = pidsOf('audio-webhooks started');
-    const connected = new Set(pidsOf('Redis connected'));
-    return Promise.resolve(
-      started.length >= count && started.every((pid) => connected.has(pid)) ? started : undefined,
-    );
-  });
-}
-
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -70,7 +54,7 @@ async function post(port: number, id: string): Promise<number> {
 it('WEB_CONCURRENCY=2: two receiver processes share the port and all shut down gracefully on SIGTERM', async () => {
   const port = await freePort();
   const service = startCluster(port);
-  const pids = await startedPids(service, 2);
+  const pids = await service.receiving(2);
   expect(new Set(pids).size).toBe(2);
   expect(pids).not.toContain(service.child.pid);
 
@@ -94,10 +78,10 @@ it('WEB_CONCURRENCY=2: two receiver processes share the port and all shut down g
 it('a receiver process that dies is replaced; the port keeps answering', async () => {
   const port = await freePort();
   const service = startCluster(port);
-  const [first, second] = await startedPids(service, 2);
+  const [first, second] = await service.receiving(2);
   if (first === undefined || second === undefined) throw new Error('two processes expected');
   process.kill(first, 'SIGKILL');
-  const pids = await startedPids(service, 3);
+  const pids = await service.receiving(3);
   const replacement = pids[2] ?? 0;
   expect([first, second]).not.toContain(replacement);
   expect(service.logs).toContainEqual(
@@ -111,7 +95,7 @@ it('a receiver process that dies is replaced; the port keeps answering', async (
 it('the primary killed outright takes its receiver processes with it: no orphan holds the port', async () => {
   const port = await freePort();
   const service = startCluster(port);
-  const pids = await startedPids(service, 2);
+  const pids = await service.receiving(2);
   service.child.kill('SIGKILL');
   await service.exited;
   await eventually(async () => Promise.resolve(pids.some(alive) ? undefined : true));
@@ -187,7 +171,7 @@ it('WEB_CONCURRENCY=2: /metrics is the whole receiver, the same totals on every 
   const port = await freePort();
   // debug: the probes' request lines say which process answered each scrape.
   const service = startCluster(port, 2, undefined, { LOG_LEVEL: 'debug' });
-  await startedPids(service, 2);
+  await service.receiving(2);
   for (let i = 0; i < 6; i++) expect(await post(port, `key_m${String(i)}`)).toBe(202);
   const accepted: (number | undefined)[] = [];
   const backlog: (number | undefined)[] = [];
@@ -211,7 +195,7 @@ it('WEB_CONCURRENCY=2: /metrics is the whole receiver, the same totals on every 
 it('a receiver process killed and replaced: every scrape answers 200 with every total, none goes backwards', async () => {
   const port = await freePort();
   const service = startCluster(port);
-  const [first] = await startedPids(service, 2);
+  const [first] = await service.receiving(2);
   for (let i = 0; i < 6; i++) expect(await post(port, `key_k${String(i)}`)).toBe(202);
   const accepted = async () => {
     // A hang bound only: what failed before was a 503 (prom-client's 5 s wait for the dead
@@ -232,7 +216,7 @@ it('a receiver process killed and replaced: every scrape answers 200 with every 
   // While the replacement forks and starts (it cannot answer yet), and after.
   const during = [];
   for (let i = 0; i < 5; i++) during.push(await accepted());
-  await startedPids(service, 3);
+  await service.receiving(3);
   during.push(await accepted());
   for (const scrape of during) expect(scrape).toEqual({ status: 200, accepted: 6 });
   service.child.kill('SIGTERM');
@@ -247,7 +231,7 @@ it('INTERNAL_PORT: metrics and the dashboard only there; the public /readyz name
     INTERNAL_PORT: String(internalPort),
     ADMIN_PASSWORD: 'a-long-dashboard-password',
   });
-  await startedPids(service, 2);
+  await service.receiving(2);
   expect(await post(port, 'key_internal')).toBe(202);
   expect((await get(port, '/metrics')).status).toBe(404);
   expect((await get(port, '/admin/queues')).status).toBe(404);
@@ -271,7 +255,7 @@ it('dashboard guessing: 40 parallel wrong passwords against 2 processes admit 10
   const port = await freePort();
   const password = 'the-right-dashboard-password';
   const service = startCluster(port, 2, undefined, { ADMIN_PASSWORD: password });
-  await startedPids(service, 2);
+  await service.receiving(2);
   const basic = (secret: string) => ({
     authorization: `Basic ${Buffer.from(`admin:${secret}`).toString('base64')}`,
   });
@@ -312,13 +296,13 @@ it('dashboard guessing: 40 parallel wrong passwords against 2 processes admit 10
 it('a receiver process that keeps dying soon after it starts is replaced with a growing delay', async () => {
   const port = await freePort();
   const service = startCluster(port);
-  const [first] = await startedPids(service, 2);
+  const [first] = await service.receiving(2);
   process.kill(first ?? 0, 'SIGKILL');
-  const [, , second] = await startedPids(service, 3);
+  const [, , second] = await service.receiving(3);
   process.kill(second ?? 0, 'SIGKILL');
-  const [, , , third] = await startedPids(service, 4);
+  const [, , , third] = await service.receiving(4);
   process.kill(third ?? 0, 'SIGKILL');
-  await startedPids(service, 5);
+  await service.receiving(5);
   const delays = service.logs
     .filter((line) => line.msg === 'receiver process died; replacing it')
     .map((line) => line.restartInMs);
