@@ -7,6 +7,7 @@ import {
   TelemetryAttributes,
   type Telemetry,
 } from 'bullmq';
+import type { Job } from 'bullmq';
 import type { DeliveryJobData } from './delivery-job-data.js';
 
 /** One queue for every event: the dispatcher picks the handler by job name (= event name). */
@@ -22,23 +23,42 @@ export const JOB_ATTEMPTS_CEILING = 100;
 /** Commands to run in the add's transaction, before the add; each gets its reply back. */
 export type BeforeAdd = (transaction: IRedisTransaction) => void;
 
+type AddedJob = { readonly id: string; readonly replies: readonly unknown[] };
+
+/** An add waiting for the turn's transaction. */
+interface PendingAdd {
+  readonly job: Job<DeliveryJobData>;
+  readonly before: BeforeAdd;
+  resolve(replies: unknown[]): void;
+  reject(error: unknown): void;
+}
+
 /**
  * The deliveries queue: BullMQ's Queue, plus an add that runs in one MULTI with commands of
  * the caller's (the receiver's dedupe mark), so Redis applies both or neither.
+ *
+ * The adds asked for in one turn of the event loop share one MULTI: a transaction is a new
+ * ioredis Pipeline, whose constructor copies every script the connection defines (BullMQ's
+ * fifty and ours), and one write and one EXEC per delivery was most of the receiver's cost
+ * under load (docs/performance-history.md). Each delivery's commands are still applied with
+ * its add or not at all, and each caller gets its own replies and its own error.
  */
 export class DeliveryQueue extends Queue<DeliveryJobData> {
+  #pending: PendingAdd[] = [];
+
   /**
    * Adds a job as `add` does (same defaults, same producer span and trace context), after
    * `before`'s commands in the same transaction. Resolves to the id BullMQ answered (another
    * job's, when BullMQ deduplicated) and the replies of `before`'s commands; rejects when any
-   * command of the transaction failed (a MULTI that Redis refused applied none of them).
+   * command of its part failed, or the transaction did (a MULTI that Redis refused applied
+   * none of them).
    */
   async addAfter(
     name: string,
     data: DeliveryJobData,
     opts: JobsOptions & { readonly jobId: string },
     before: BeforeAdd,
-  ): Promise<{ readonly id: string; readonly replies: readonly unknown[] }> {
+  ): Promise<AddedJob> {
     return await this.trace(
       SpanKind.PRODUCER,
       'add',
@@ -47,16 +67,10 @@ export class DeliveryQueue extends Queue<DeliveryJobData> {
         const telemetry = context === undefined ? {} : { telemetry: { metadata: context } };
         const merged = { ...this.jobsOpts, ...opts, ...telemetry };
         const job = new this.Job(this, name, data, merged, opts.jobId);
-        const client = await this.getBackend().client;
-        const transaction = client.multi();
-        before(transaction);
-        // Queued synchronously on the transaction (as BullMQ's own addBulk relies on); the
-        // answer comes from exec.
-        void job.addJob(transaction);
-        const replies = (await transaction.exec()) ?? [];
-        const failed = replies.find(([error]) => error !== null)?.[0];
-        if (failed) throw failed;
-        const values = replies.map(([, value]): unknown => value);
+        const values = await new Promise<unknown[]>((resolve, reject) => {
+          this.#pending.push({ job, before, resolve, reject });
+          if (this.#pending.length === 1) setImmediate(() => void this.#flush());
+        });
         const id = String(values.at(-1));
         span?.setAttributes({
           [TelemetryAttributes.JobName]: name,
@@ -65,6 +79,26 @@ export class DeliveryQueue extends Queue<DeliveryJobData> {
         return { id, replies: values.slice(0, -1) };
       },
     );
+  }
+
+  /** Sends the turn's adds in one MULTI and hands each caller its part of the replies. */
+  async #flush(): Promise<void> {
+    const batch = this.#pending;
+    this.#pending = [];
+    try {
+      const client = await this.getBackend().client;
+      const { transaction, parts } = build(client, batch);
+      if (parts.length === 0) return;
+      const replies = (await transaction.exec()) ?? [];
+      for (const { add, from, to } of parts) {
+        const own = replies.slice(from, to);
+        const failed = own.find(([error]) => error !== null)?.[0];
+        if (failed) add.reject(failed);
+        else add.resolve(own.map(([, value]): unknown => value));
+      }
+    } catch (error: unknown) {
+      for (const add of batch) add.reject(error);
+    }
   }
 }
 
@@ -87,4 +121,55 @@ export function createDeliveryQueue(options: DeliveryQueueOptions): DeliveryQueu
       // Retention is the worker's setting too, not packed into every job.
     },
   });
+}
+
+/** ioredis's transaction, which counts its queued commands (BullMQ's type does not say so). */
+type CountedTransaction = IRedisTransaction & { readonly length: number };
+
+interface Part {
+  readonly add: PendingAdd;
+  /** Its replies' place among the transaction's. */
+  readonly from: number;
+  readonly to: number;
+}
+
+/**
+ * One MULTI holding each add's commands, and where each add's replies are. An add BullMQ
+ * refuses while it is queued (its options, its data) is rejected alone and the transaction is
+ * built again without it: its `before` commands must not run without its add.
+ */
+function build(
+  client: { multi(): IRedisTransaction },
+  batch: PendingAdd[],
+): { transaction: IRedisTransaction; parts: Part[] } {
+  for (;;) {
+    const transaction = client.multi() as CountedTransaction;
+    const parts: Part[] = [];
+    // The MULTI itself is the first queued command; the replies start after it.
+    const base = transaction.length;
+    const refused = batch.findIndex((add) => {
+      const from = transaction.length - base;
+      try {
+        add.before(transaction);
+        const queued = transaction.length;
+        // Queued synchronously (as BullMQ's own addJobs relies on); its answer, or its error,
+        // comes back in exec's replies.
+        const adding = add.job.addJob(transaction).catch((error: unknown) => error);
+        if (transaction.length === queued) {
+          // Refused before its command was queued: the promise holds the reason.
+          void adding.then((reason) => {
+            add.reject(reason);
+          });
+          return true;
+        }
+      } catch (error: unknown) {
+        add.reject(error);
+        return true;
+      }
+      parts.push({ add, from, to: transaction.length - base });
+      return false;
+    });
+    if (refused === -1) return { transaction, parts };
+    batch.splice(refused, 1);
+  }
 }
