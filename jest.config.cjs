@@ -15,6 +15,7 @@ const QUICK_INTEGRATION = [
   'concurrency',
   'custom-events',
   'dedupe-mark',
+  'delivery-queue-batch',
   'duplicate-race',
   'destination-board',
   'download-release',
@@ -45,7 +46,8 @@ const QUICK_INTEGRATION = [
 ];
 
 const shared = {
-  testEnvironment: 'node',
+  // Node's, naming any test file that leaves something running (test/helpers/leak-environment.cjs).
+  testEnvironment: '<rootDir>/test/helpers/leak-environment.cjs',
   roots: ['<rootDir>/test'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
