@@ -39,19 +39,6 @@ export async function readRecord(
   return parseRecord(await redis.get(keys.record), keys.member);
 }
 
-/** Every record of a `data.id`, one per event it came with, newest first. */
-export async function findById(
-  redis: RedisConnection,
-  prefix: string,
-  id: string,
-  events: readonly string[],
-): Promise<ReadRecord[]> {
-  const found = await Promise.all(events.map((event) => readRecord(redis, prefix, event, id)));
-  return found
-    .filter((record): record is ReadRecord => record !== undefined)
-    .sort((a, b) => b.score - a.score);
-}
-
 /** What a list asks for: every field narrows it; none, the newest deliveries of all. */
 export interface ListQuery {
   /** At most this many (1 to 200). */
