@@ -136,11 +136,14 @@ export async function listRecords(
   return { records, next: last === undefined ? null : encodeCursor(last.score, last.member) };
 }
 
-function matches(record: ReadRecord, query: ListQuery): boolean {
+/** Whether a record is one the query asks for: every field given narrows it. */
+export function matches(record: ReadRecord, query: ListQuery): boolean {
   const { summary } = record;
   if (query.event !== undefined && summary.event !== query.event) return false;
   if (query.state !== undefined && summary.state !== query.state) return false;
   if (query.destination !== undefined && !(query.destination in summary.forwards)) return false;
+  if (query.since !== undefined && record.score < query.since) return false;
+  if (query.until !== undefined && record.score > query.until) return false;
   return true;
 }
 

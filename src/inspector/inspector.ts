@@ -10,6 +10,7 @@ import type { RedisConnection } from '../redis/connections.js';
 import { withDeadline } from '../util/deadline.js';
 import {
   listRecords,
+  matches,
   payloadOfJob,
   type DeliverySummary,
   type ForwardPart,
@@ -131,12 +132,14 @@ export function createInspector(deps: InspectorDeps) {
 
   return {
     detail,
-    /** Newest first; `id` narrows to that `data.id` (under every known event, or `event`). */
+    /** Newest first; `id` narrows to that `data.id` (under every known event), the rest as ever. */
     async search(query: ListQuery & { readonly id?: string | undefined }) {
       if (query.id !== undefined) {
         const events = query.event === undefined ? deps.events : [query.event];
-        const found = await findById(sources, query.id, events);
-        return { records: found.slice(0, query.limit).map((f) => f.record), next: null };
+        const found = (await findById(sources, query.id, events))
+          .map((delivery) => delivery.record)
+          .filter((record) => matches(record, query));
+        return { records: found.slice(0, query.limit), next: null };
       }
       return await listRecords(redis, prefix, query);
     },

@@ -301,6 +301,24 @@ it('lists newest first, a page at a time with an opaque cursor; bad filters are 
   await request(base).get('/admin/api/deliveries').expect(401);
 });
 
+it('a search by id is narrowed by the other filters too, as the list is', async () => {
+  const id = `inspect-narrowed-${Date.now()}`;
+  await pipeline.post(sampleDelivery('key.revoked', { id })).expect(202);
+  await detailWhen('key.revoked', id, (d) => d.state === 'handled', 'handled');
+  const ids = async (query: string) =>
+    (
+      (await api(`/deliveries?id=${id}&${query}`).expect(200)).body as {
+        deliveries: { id: string }[];
+      }
+    ).deliveries.map((d) => d.id);
+  expect(await ids('state=handled')).toEqual([id]);
+  expect(await ids('state=failed')).toEqual([]);
+  expect(await ids('destination=nowhere')).toEqual([]);
+  expect(await ids(`since=${Date.now() + 3_600_000}`)).toEqual([]);
+  expect(await ids('until=2000-01-01T00:00:00Z')).toEqual([]);
+  expect(await ids(`since=${Date.now() - 60_000}`)).toEqual([id]);
+});
+
 it('read-only (the default): every change refused with 403, reads allowed', async () => {
   const receiver = await createTestReceiver({ ADMIN_PASSWORD: PASSWORD });
   const own = await serve(receiver.listener, 0, '127.0.0.1');
