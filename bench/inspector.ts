@@ -152,6 +152,7 @@ export async function runInspector(): Promise<InspectorResult> {
       prefix: PREFIX,
       queue,
       timeline: deliveryTimeline(redis, PREFIX, WEEK_MS),
+      dedupeTtlSeconds: config.dedupeTtlSeconds,
       events: ['audio.ready', 'audio.failed', 'key.revoked'],
       archive: () => Promise.resolve(undefined),
       forwarding: config,

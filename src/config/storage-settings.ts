@@ -2,23 +2,27 @@ import { z } from 'zod';
 import { bool, int } from './parsers.js';
 import type { SettingSpec } from './setting-spec.js';
 
-/** The audio store (local files or an S3 bucket) and the archive of deliveries kept in it. */
+/**
+ * The audio store (local files or an S3 bucket) and the archive of deliveries kept in it. The web
+ * role reads the store's settings too: the delivery inspector shows archived payloads and replays
+ * from the archive (read-only, and only with ADMIN_PASSWORD set).
+ */
 export const STORAGE_SETTINGS = {
   AUDIO_DIR: {
     schema: z.string(),
     default: './data/audio',
-    readBy: ['worker', 'cli'],
+    readBy: ['web', 'worker', 'cli'],
     doc: 'where downloaded audio lands; must be writable (checked at start); the CLI keeps its TTS cache bodies in the store, under `.archive/tts-cache/`',
   },
   AUDIO_STORE: {
     schema: z.enum(['local', 's3'], 'must be local or s3'),
     default: 'local',
-    readBy: ['worker', 'cli'],
+    readBy: ['web', 'worker', 'cli'],
     doc: '`local`: files under AUDIO_DIR; `s3`: objects in an S3-compatible bucket (S3_*), credentials from the AWS SDK default chain',
   },
   S3_BUCKET: {
     schema: z.string().optional(),
-    readBy: ['worker', 'cli'],
+    readBy: ['web', 'worker', 'cli'],
     doc: 'the bucket, required with AUDIO_STORE=s3 (checked at start with HeadBucket)',
   },
   S3_PREFIX: {
@@ -29,24 +33,24 @@ export const STORAGE_SETTINGS = {
       .regex(/(^|\/)$/, 'must end with / (e.g. audio/), so its keys are apart from other keys')
       .optional()
       .transform((prefix) => prefix ?? ''),
-    readBy: ['worker', 'cli'],
+    readBy: ['web', 'worker', 'cli'],
     doc: 'prepended to every object key, e.g. `audio/`; must end with `/`; unset: none',
   },
   S3_ENDPOINT: {
     schema: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
-    readBy: ['worker', 'cli'],
+    readBy: ['web', 'worker', 'cli'],
     doc: 'the endpoint of an S3-compatible store (Ceph RGW, MinIO, R2…); unset: AWS',
   },
   S3_REGION: {
     schema: z.string().min(1),
     default: 'us-east-1',
-    readBy: ['worker', 'cli'],
+    readBy: ['web', 'worker', 'cli'],
     doc: "the bucket's region",
   },
   S3_FORCE_PATH_STYLE: {
     schema: bool,
     default: 'false',
-    readBy: ['worker', 'cli'],
+    readBy: ['web', 'worker', 'cli'],
     doc: '`true`: path-style addressing (most self-hosted stores)',
   },
   ARCHIVE_RETENTION_HOURS: {

@@ -39,19 +39,6 @@ export async function readRecord(
   return parseRecord(await redis.get(keys.record), keys.member);
 }
 
-/** Every record of a `data.id`, one per event it came with, newest first. */
-export async function findById(
-  redis: RedisConnection,
-  prefix: string,
-  id: string,
-  events: readonly string[],
-): Promise<ReadRecord[]> {
-  const found = await Promise.all(events.map((event) => readRecord(redis, prefix, event, id)));
-  return found
-    .filter((record): record is ReadRecord => record !== undefined)
-    .sort((a, b) => b.score - a.score);
-}
-
 /** What a list asks for: every field narrows it; none, the newest deliveries of all. */
 export interface ListQuery {
   /** At most this many (1 to 200). */
@@ -149,11 +136,14 @@ export async function listRecords(
   return { records, next: last === undefined ? null : encodeCursor(last.score, last.member) };
 }
 
-function matches(record: ReadRecord, query: ListQuery): boolean {
+/** Whether a record is one the query asks for: every field given narrows it. */
+export function matches(record: ReadRecord, query: ListQuery): boolean {
   const { summary } = record;
   if (query.event !== undefined && summary.event !== query.event) return false;
   if (query.state !== undefined && summary.state !== query.state) return false;
   if (query.destination !== undefined && !(query.destination in summary.forwards)) return false;
+  if (query.since !== undefined && record.score < query.since) return false;
+  if (query.until !== undefined && record.score > query.until) return false;
   return true;
 }
 

@@ -5,20 +5,19 @@ import { knownDestinations, type RosterEntry } from '../forwarding/destination-r
 import { retryAfresh } from '../forwarding/forward-queue.js';
 import type { ForwardingConfig } from '../forwarding/start-forwarding.js';
 import type { DeliveryQueue } from '../queue/delivery-queue.js';
-import { markKeyOf, pairDigest, type DeliveryTimeline } from '../records/delivery-timeline.js';
+import type { DeliveryTimeline } from '../records/delivery-timeline.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { withDeadline } from '../util/deadline.js';
 import {
-  findById,
   listRecords,
+  matches,
   payloadOfJob,
-  readRecord,
-  stateOfJob,
   type DeliverySummary,
   type ForwardPart,
   type ListQuery,
   type TimelineStep,
 } from './delivery-records.js';
+import { findById, findDelivery } from './find-delivery.js';
 
 /**
  * One delivery whole, as `GET /admin/api/deliveries/<event>/<id>` answers (CONTRACT.md,
@@ -46,6 +45,8 @@ export interface InspectorDeps {
   readonly prefix: string;
   readonly queue: DeliveryQueue;
   readonly timeline: DeliveryTimeline;
+  /** DEDUPE_TTL_SECONDS: when a delivery known by its dedupe mark alone was accepted. */
+  readonly dedupeTtlSeconds: number;
   /** The events a `data.id` alone is looked for under: built-in, then the fork's. */
   readonly events: readonly string[];
   /** The archive, for payloads and replays; undefined when there is none to read. */
@@ -63,12 +64,14 @@ export type ActionResult =
 const ARCHIVE_DEADLINE_MS = 5_000;
 
 /**
- * The delivery inspector's model, shared by the API, the page and the CLI: search and list from
- * the timeline records (records/delivery-timeline.ts), one delivery whole (its job, its archived
- * payload, its destinations' state), and the actions, each the code its CLI command runs.
+ * The delivery inspector's model, shared by the API, the page and the CLI: list from the timeline
+ * records (records/delivery-timeline.ts), find one delivery by what is kept of it
+ * (find-delivery.ts), show it whole (its job, its archived payload, its destinations' state), and
+ * the actions, each the code its CLI command runs.
  */
 export function createInspector(deps: InspectorDeps) {
   const { redis, prefix, queue } = deps;
+  const sources = { redis, prefix, queue, dedupeTtlSeconds: deps.dedupeTtlSeconds };
   const control = async () => {
     const destinations = await knownDestinations(deps.forwarding, redis, prefix);
     const names = destinations.map((d) => d.name);
@@ -99,13 +102,9 @@ export function createInspector(deps: InspectorDeps) {
   }
 
   async function detail(event: string, id: string): Promise<DetailView | undefined> {
-    const record = await readRecord(redis, prefix, event, id);
-    if (record === undefined) return undefined;
-    // A replay's step names the job it queued; else the pair's dedupe mark names its first.
-    const jobId =
-      record.jobId ?? (await redis.get(markKeyOf(prefix, pairDigest(event, id)))) ?? undefined;
-    const job = jobId === undefined ? undefined : await queue.getJob(jobId);
-    const jobState = job === undefined ? undefined : stateOfJob(await job.getState());
+    const found = await findDelivery(sources, event, id);
+    if (found === undefined) return undefined;
+    const { record, job, jobId } = found;
     const payload =
       payloadOfJob(job) ??
       (await archived(event, id, record.summary.received_at).catch(() => undefined))?.delivery ??
@@ -120,25 +119,26 @@ export function createInspector(deps: InspectorDeps) {
     return {
       api: {
         ...record.summary,
-        state: jobState ?? record.summary.state,
         payload,
         stored: record.stored,
         timeline: record.timeline,
         forwards: record.forwards,
       },
       jobId,
-      failedReason: jobState === 'failed' ? job?.failedReason : undefined,
+      failedReason: record.summary.state === 'failed' ? job?.failedReason : undefined,
       destinations: statuses,
     };
   }
 
   return {
     detail,
-    /** Newest first; `id` narrows to that `data.id` (under every known event, or `event`). */
+    /** Newest first; `id` narrows to that `data.id` (under every known event), the rest as ever. */
     async search(query: ListQuery & { readonly id?: string | undefined }) {
       if (query.id !== undefined) {
         const events = query.event === undefined ? deps.events : [query.event];
-        const found = await findById(redis, prefix, query.id, events);
+        const found = (await findById(sources, query.id, events))
+          .map((delivery) => delivery.record)
+          .filter((record) => matches(record, query));
         return { records: found.slice(0, query.limit), next: null };
       }
       return await listRecords(redis, prefix, query);

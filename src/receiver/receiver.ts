@@ -130,6 +130,7 @@ export function createReceiver(
     metrics: { contentType: registry.contentType, text: metricsText },
     dashboard: dashboardOptions(config, queue, redis, logger, {
       timeline,
+      dedupeTtlSeconds: config.dedupeTtlSeconds,
       events: [...EVENT_NAMES, ...customEvents.keys()],
       archive: archiveOpener(config, logger, customStore),
       forwarding: config,

@@ -1,4 +1,5 @@
 import { serve, type RunningServer } from '../../src/http-server/serve';
+import { markKeyOf, pairDigest, timelineKeys } from '../../src/records/delivery-timeline';
 import {
   forwardSecret,
   startHttpEndpoint,
@@ -60,4 +61,32 @@ export async function startInspectorBed(password: string): Promise<InspectorBed>
       await Promise.all([cdn.close(), endpoint.close()]);
     },
   };
+}
+
+/**
+ * Deletes a delivery's timeline record and its index entries, as if it had been accepted before
+ * timelines were kept, or its record had expired while its job or dedupe mark lasts.
+ */
+export async function forgetTimeline(
+  pipeline: TestPipeline,
+  event: string,
+  id: string,
+): Promise<void> {
+  const { redis, config } = pipeline.receiver;
+  const keys = timelineKeys(config.queuePrefix, event, id);
+  await redis.del(keys.record);
+  await redis.zrem(keys.all, keys.member);
+  await redis.zrem(keys.failed, keys.member);
+}
+
+/** Removes the job the pair's dedupe mark names (as the dashboard's "remove" does): the mark stays. */
+export async function removeMarkedJob(
+  pipeline: TestPipeline,
+  event: string,
+  id: string,
+): Promise<void> {
+  const { redis, config, queue } = pipeline.receiver;
+  const jobId = await redis.get(markKeyOf(config.queuePrefix, pairDigest(event, id)));
+  if (jobId === null) throw new Error(`no dedupe mark for ${event} ${id}`);
+  await (await queue.getJob(jobId))?.remove();
 }

@@ -4,7 +4,12 @@ import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { eventually } from '../../src/util/eventually';
 import { audio, type LocalCdn } from '../../harness/local-cdn';
 import type { TestPipeline } from '../helpers/test-pipeline';
-import { startInspectorBed, type InspectorBed } from '../helpers/inspector-bed';
+import {
+  forgetTimeline,
+  removeMarkedJob,
+  startInspectorBed,
+  type InspectorBed,
+} from '../helpers/inspector-bed';
 import { createTestReceiver } from '../helpers/test-receiver';
 
 /**
@@ -174,6 +179,71 @@ it('a failed delivery: each failed attempt with its reason, listed as failed, re
   ).not.toContain(id);
 });
 
+/** What a search by id lists of it. */
+const searched = async (id: string) =>
+  (
+    (await api(`/deliveries?id=${encodeURIComponent(id)}`).expect(200)).body as {
+      deliveries: unknown[];
+    }
+  ).deliveries;
+
+it('no timeline record (accepted before timelines, or expired): the detail and the search read its job', async () => {
+  const id = `inspect-job-only-${Date.now()}`;
+  cdn.route('/inspect/job-only.mp3', (_req, res) => res.writeHead(503).end());
+  const delivery = sampleDelivery('audio.ready', {
+    id,
+    data: { audio_url: `${cdn.origin}/inspect/job-only.mp3` },
+  });
+  await pipeline.post(delivery).expect(202);
+  await detailWhen('audio.ready', id, (d) => d.state === 'failed', 'failed');
+  await forgetTimeline(pipeline, 'audio.ready', id);
+
+  const res = await api(detailPath('audio.ready', id));
+  expect(res.status).toBe(200);
+  const detail = res.body as Detail & { received_at: string };
+  expect(detail).toMatchObject({
+    event: 'audio.ready',
+    id,
+    state: 'failed',
+    attempts: 2,
+    duplicates: 0,
+    stored: null,
+    forwards: [],
+  });
+  expect(detail.payload).toEqual(JSON.parse(JSON.stringify(delivery)));
+  expect(steps(detail)).toEqual(['received', 'failed']);
+  expect(detail.timeline[1]?.detail).toMatch(/503/);
+  expect(await searched(id)).toEqual([
+    {
+      event: 'audio.ready',
+      id,
+      received_at: detail.received_at,
+      state: 'failed',
+      attempts: 2,
+      duplicates: 0,
+      forwards: {},
+    },
+  ]);
+});
+
+it('no record and no job, only its dedupe mark: found, its state and its archived payload', async () => {
+  const id = `inspect-mark-only-${Date.now()}`;
+  const delivery = sampleDelivery('key.revoked', { id });
+  await pipeline.post(delivery).expect(202);
+  await detailWhen('key.revoked', id, (d) => d.state === 'handled', 'handled');
+  await forgetTimeline(pipeline, 'key.revoked', id);
+  await removeMarkedJob(pipeline, 'key.revoked', id);
+
+  const res = await api(detailPath('key.revoked', id));
+  expect(res.status).toBe(200);
+  const detail = res.body as Detail & { received_at: string };
+  expect(detail).toMatchObject({ event: 'key.revoked', id, state: 'handled', forwards: [] });
+  expect(Math.abs(Date.parse(detail.received_at) - Date.now())).toBeLessThan(60_000);
+  expect(detail.payload).toEqual(JSON.parse(JSON.stringify(delivery)));
+  expect(steps(detail)).toEqual(['received']);
+  expect(await searched(id)).toEqual([expect.objectContaining({ id, state: 'handled' })]);
+});
+
 it('replay runs a handled delivery again, as `replay` does', async () => {
   const id = `inspect-replay-${Date.now()}`;
   await pipeline.post(sampleDelivery('key.revoked', { id })).expect(202);
@@ -229,6 +299,24 @@ it('lists newest first, a page at a time with an opaque cursor; bad filters are 
   await api('/deliveries?since=yesterday-ish').expect(400);
   await api(detailPath('audio.ready', 'never-sent')).expect(404);
   await request(base).get('/admin/api/deliveries').expect(401);
+});
+
+it('a search by id is narrowed by the other filters too, as the list is', async () => {
+  const id = `inspect-narrowed-${Date.now()}`;
+  await pipeline.post(sampleDelivery('key.revoked', { id })).expect(202);
+  await detailWhen('key.revoked', id, (d) => d.state === 'handled', 'handled');
+  const ids = async (query: string) =>
+    (
+      (await api(`/deliveries?id=${id}&${query}`).expect(200)).body as {
+        deliveries: { id: string }[];
+      }
+    ).deliveries.map((d) => d.id);
+  expect(await ids('state=handled')).toEqual([id]);
+  expect(await ids('state=failed')).toEqual([]);
+  expect(await ids('destination=nowhere')).toEqual([]);
+  expect(await ids(`since=${Date.now() + 3_600_000}`)).toEqual([]);
+  expect(await ids('until=2000-01-01T00:00:00Z')).toEqual([]);
+  expect(await ids(`since=${Date.now() - 60_000}`)).toEqual([id]);
 });
 
 it('read-only (the default): every change refused with 403, reads allowed', async () => {

@@ -1,5 +1,6 @@
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { eventually } from '../../src/util/eventually';
+import { forgetTimeline } from '../helpers/inspector-bed';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 
 /** `audio-webhooks inspect <id> [--event E] [--json]`: the inspector's delivery on a terminal. */
@@ -66,6 +67,20 @@ it('the table: state, timeline and forwards, in words', async () => {
   expect(stdout).toMatch(/\breceived\s+signed with secret #1 of WEBHOOK_SECRETS, \d+ bytes/);
   expect(stdout).toMatch(/\battempt\s+attempt 1 by worker /);
   expect(stdout).toContain('forwards\n(none)');
+});
+
+it('no timeline record, its job kept: found from the job, the same object as the API', async () => {
+  const id = `cli-job-only-${Date.now()}`;
+  const delivery = sampleDelivery('key.revoked', { id });
+  await pipeline.post(delivery).expect(202);
+  await inspectedWhenHandled(id);
+  await forgetTimeline(pipeline, 'key.revoked', id);
+  const { code, stdout, stderr } = await pipeline.cli('inspect', id, '--json');
+  expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+  const detail = JSON.parse(stdout) as Detail;
+  expect(detail).toMatchObject({ event: 'key.revoked', id, state: 'handled', duplicates: 0 });
+  expect(detail.payload).toEqual(JSON.parse(JSON.stringify(delivery)));
+  expect(detail.timeline.map((s) => s.step)).toEqual(['received', 'handled']);
 });
 
 it('an id never received: exit 1 with one line; no id: exit 2', async () => {

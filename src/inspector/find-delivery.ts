@@ -1,0 +1,153 @@
+import type { Job } from 'bullmq';
+import { KEEP } from '../jobs/start-job-worker.js';
+import type { DeliveryJobData } from '../queue/delivery-job-data.js';
+import type { DeliveryQueue } from '../queue/delivery-queue.js';
+import { markKeyOf, pairDigest, timelineKeys } from '../records/delivery-timeline.js';
+import type { RedisConnection } from '../redis/connections.js';
+import {
+  readRecord,
+  stateOfJob,
+  type DeliveryState,
+  type ReadRecord,
+  type TimelineStep,
+} from './delivery-records.js';
+
+/** Where one delivery is looked for. */
+export interface DeliverySources {
+  readonly redis: RedisConnection;
+  readonly prefix: string;
+  readonly queue: DeliveryQueue;
+  /** DEDUPE_TTL_SECONDS: a mark's age is this less the time it has left. */
+  readonly dedupeTtlSeconds: number;
+}
+
+/** A delivery found: its record (or one built from what else is kept) and its job. */
+export interface FoundDelivery {
+  /** Its state is its job's while the job lasts: the worker's steps may lag behind it. */
+  readonly record: ReadRecord;
+  readonly jobId: string | undefined;
+  readonly job: Job<DeliveryJobData> | undefined;
+}
+
+const hours = (seconds: number) => `${seconds / 3600} h`;
+
+/**
+ * One delivery of an `event` + `data.id` pair, by every reader of the inspector (the API's detail
+ * and search by id, the page, the CLI), from whatever is kept of it (CONTRACT.md, "Delivery
+ * inspector", retention): its timeline record; else its job, which outlives the record when the
+ * delivery was accepted before records were kept or its record expired; else its dedupe mark
+ * alone, which names the job and tells when it was set. Undefined when none of them is kept.
+ */
+export async function findDelivery(
+  sources: DeliverySources,
+  event: string,
+  id: string,
+): Promise<FoundDelivery | undefined> {
+  const { redis, prefix, queue } = sources;
+  const markKey = markKeyOf(prefix, pairDigest(event, id));
+  const [record, mark] = await Promise.all([
+    readRecord(redis, prefix, event, id),
+    redis.get(markKey),
+  ]);
+  // A replay's step names the job it queued; else the pair's dedupe mark names its first.
+  const jobId = record?.jobId ?? mark ?? undefined;
+  const kept = jobId === undefined ? undefined : await queue.getJob(jobId);
+  const state = kept === undefined ? undefined : stateOfJob(await kept.getState());
+  const job = state === undefined ? undefined : kept;
+  if (record !== undefined) {
+    const summary = { ...record.summary, state: state ?? record.summary.state };
+    return { record: { ...record, summary }, jobId, job };
+  }
+  if (job !== undefined && state !== undefined)
+    return { record: fromJob(event, id, job, state), jobId, job };
+  if (mark === null) return undefined;
+  const left = await redis.pttl(markKey);
+  const age = left > 0 ? Math.max(0, sources.dedupeTtlSeconds * 1000 - left) : 0;
+  return { record: fromMark(event, id, mark, Date.now() - age), jobId, job: undefined };
+}
+
+/** Every delivery of a `data.id`, one per event it came with, newest first. */
+export async function findById(
+  sources: DeliverySources,
+  id: string,
+  events: readonly string[],
+): Promise<FoundDelivery[]> {
+  const found = await Promise.all(events.map((event) => findDelivery(sources, event, id)));
+  return found
+    .filter((delivery): delivery is FoundDelivery => delivery !== undefined)
+    .sort((a, b) => b.record.score - a.record.score);
+}
+
+/** A record with no steps but those given, no re-sends and no forwards known. */
+function bare(
+  event: string,
+  id: string,
+  receivedMs: number,
+  state: DeliveryState,
+  attempts: number,
+  timeline: readonly TimelineStep[],
+): ReadRecord {
+  return {
+    summary: {
+      event,
+      id,
+      received_at: new Date(receivedMs).toISOString(),
+      state,
+      attempts,
+      duplicates: 0,
+      forwards: {},
+    },
+    jobId: undefined,
+    timeline,
+    forwards: [],
+    stored: null,
+    score: receivedMs,
+    member: timelineKeys('', event, id).member,
+  };
+}
+
+/** What a job says of its delivery: when it came, its attempts, how its last one ended. */
+function fromJob(
+  event: string,
+  id: string,
+  job: Job<DeliveryJobData>,
+  state: DeliveryState,
+): ReadRecord {
+  const receivedMs = Date.parse(job.data.receivedAt) || job.timestamp;
+  const at = (ms: number | undefined) => new Date(ms ?? receivedMs).toISOString();
+  const attempts = Math.max(job.attemptsStarted, job.attemptsMade);
+  const timeline: TimelineStep[] = [
+    {
+      at: at(receivedMs),
+      step: 'received',
+      detail: `its timeline is no longer kept: these steps are what job ${job.id ?? ''} tells`,
+    },
+  ];
+  // Typed as always there, it is absent until an attempt fails.
+  const reason = job.failedReason as string | undefined;
+  if (state === 'failed')
+    timeline.push({ at: at(job.finishedOn), step: 'failed', detail: reason ?? '' });
+  else if (state === 'handled')
+    timeline.push({ at: at(job.finishedOn), step: 'handled', detail: '' });
+  else if (reason !== undefined && reason !== '')
+    // Its last attempt failed and it waits for the next (or runs it).
+    timeline.push({ at: at(job.processedOn), step: 'attempt_failed', detail: reason });
+  if (state === 'active')
+    timeline.push({ at: at(job.processedOn), step: 'attempt', detail: `attempt ${attempts}` });
+  return bare(event, id, receivedMs, state, attempts, timeline);
+}
+
+/**
+ * What a dedupe mark alone says: the delivery was accepted, when (its time left), and as which
+ * job. That job is gone, and BullMQ removes a job unasked only once it completed (after
+ * KEEP's age) or is past the newest failed ones KEEP holds: handled, unless an operator removed
+ * it or failures ran past that count, and the step says it is inferred.
+ */
+function fromMark(event: string, id: string, jobId: string, receivedMs: number): ReadRecord {
+  const keep = KEEP.deliveries;
+  const detail = `its timeline and job ${jobId} are no longer kept, only its dedupe mark: taken as handled, since a handled job is removed after ${hours(keep.completed.age)} and a failed one is kept (the newest ${keep.failed.count})`;
+  const timeline: TimelineStep[] = [
+    { at: new Date(receivedMs).toISOString(), step: 'received', detail },
+  ];
+  return bare(event, id, receivedMs, 'handled', 0, timeline);
+}
