@@ -6,7 +6,12 @@
  *   const keys = createRevocationRegistry(redis, process.env.QUEUE_PREFIX ?? 'audio-webhooks');
  *   if (await keys.isKeyRevoked(apiKeyId)) throw new Error('API key revoked');
  */
-export { createReceiver, type Receiver, type ReceiverOptions } from './receiver/receiver.js';
+export {
+  createReceiver,
+  type Receiver,
+  type ReceiverOptions,
+  type WebSettings,
+} from './receiver/receiver.js';
 export { defineEvent, type EventDefinition } from './hooks/define-event.js';
 export type { Delivery } from './provider-spec/delivery.js';
 export { loadConfig, ConfigError, type Config } from './config/config.js';
@@ -24,7 +29,7 @@ export type {
   AudioFailedEvent,
   KeyRevokedEvent,
 } from './provider-spec/events.js';
-export { startWorkers, type WorkerOptions } from './worker/start-workers.js';
+export { startWorkers, type WorkerOptions, type WorkerSettings } from './worker/start-workers.js';
 export type { Hooks } from './hooks/hooks.js';
 export type {
   HookContext,

@@ -1,10 +1,11 @@
 import cluster from 'node:cluster';
-import { ConfigError, loadConfig, type Config } from './config/config.js';
+import { ConfigError, loadConfig } from './config/config.js';
+import type { ReceiverSettings } from './config/receiver-settings.js';
 import { loadCustom } from './load-custom.js';
 import { ListenError, serve, type RunningServer } from './http-server/serve.js';
 import { loadDotEnv } from './load-dotenv.js';
 import { createLogger } from './telemetry/logger.js';
-import { createReceiver, type ReceiverOptions } from './receiver/receiver.js';
+import { createReceiver, type ReceiverOptions, type WebSettings } from './receiver/receiver.js';
 import { shutdown, type ShutdownStep } from './shutdown.js';
 import { packageVersion, reportStartup } from './startup-report.js';
 import { startTracing } from './telemetry/tracing.js';
@@ -44,6 +45,10 @@ async function main(): Promise<void> {
   };
   if (cluster.isWorker) process.on('message', askedEarly);
 
+  // The fork's store (src/custom/store.ts) when there is one, else AUDIO_STORE's: the web side's
+  // inspector reads the archive from it, the workers write to it.
+  const openStore = (writable: boolean) =>
+    createAudioStore(config, { custom: custom.createStore, logger, writable });
   const tracing =
     config.otelEndpoint === undefined
       ? undefined
@@ -56,7 +61,7 @@ async function main(): Promise<void> {
           telemetry: tracing?.telemetry,
           inCluster: cluster.isWorker,
           customEvents: custom.events,
-          customStore: custom.createStore,
+          openStore: () => openStore(false),
         });
   const workers =
     config.role === 'web'
@@ -64,7 +69,7 @@ async function main(): Promise<void> {
       : await startWorkers(config, logger, {
           hooks: custom.hooks,
           customEvents: custom.events,
-          store: await createAudioStore(config, { custom: custom.createStore, logger }),
+          store: await openStore(true),
           telemetry: tracing?.telemetry,
           alsoRegisterOn: web?.receiver.metrics.registry,
         });
@@ -121,7 +126,12 @@ async function main(): Promise<void> {
   }
 }
 
-async function startWeb(config: Config, logger: Logger, options: ReceiverOptions) {
+/** The receiver and its listeners: PORT's, and INTERNAL_PORT's when set. */
+async function startWeb(
+  config: WebSettings & Pick<ReceiverSettings, 'port' | 'host' | 'maxConnections'>,
+  logger: Logger,
+  options: ReceiverOptions,
+) {
   const receiver = createReceiver(config, logger, options);
   // In a cluster, the port is already answered by the other processes: join them once Redis is
   // ready (or after 2 s, then answering 503 as a lone process does), so the first

@@ -1,6 +1,6 @@
 import { Counter, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
-import type { Config } from '../config/config.js';
+import type { StorageSettings } from '../config/storage-settings.js';
 import { createArchive, type BatchedLine } from './archive.js';
 import type { Delivery } from '../provider-spec/delivery.js';
 import { withDeadline } from '../util/deadline.js';
@@ -45,7 +45,7 @@ export interface DeliveryArchiver {
  * needs no store. Undefined when ARCHIVE_RETENTION_HOURS is 0 or the store keeps no archive.
  */
 export function startArchiving(
-  config: Pick<Config, 'archiveRetentionHours'>,
+  config: Pick<StorageSettings, 'archiveRetentionHours'>,
   store: AudioStore,
   logger: Logger,
   registers: readonly Registry[],

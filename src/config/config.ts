@@ -1,23 +1,10 @@
-import type { z } from 'zod';
 import { isLoopback, weakSecrets } from './receiver-settings.js';
 import { destinationSources } from './resolve-destinations.js';
 import { SENDER_RETRY_WINDOW_SECONDS, SETTINGS, type SettingSpec } from './settings.js';
+import type { ParsedSettings } from './setting-spec.js';
 
 export { SENDER_RETRY_WINDOW_SECONDS, SETTINGS, type Reader } from './settings.js';
-
-type Camel<S extends string> = S extends `${infer Head}_${infer Tail}`
-  ? `${Lowercase<Head>}${Capitalize<Camel<Tail>>}`
-  : Lowercase<S>;
-type FieldOf<Table, N extends keyof Table & string> = Table[N] extends {
-  key: infer K extends string;
-}
-  ? K
-  : Camel<N>;
-
-/** A table of settings, typed as parsed: `DOWNLOAD_MAX_BYTES` → `downloadMaxBytes: number`. */
-export type ParsedSettings<Table extends Readonly<Record<string, SettingSpec>>> = {
-  readonly [N in keyof Table & string as FieldOf<Table, N>]: Readonly<z.output<Table[N]['schema']>>;
-};
+export type { ParsedSettings } from './setting-spec.js';
 
 /** Every setting of the service, typed as parsed; the fields follow from SETTINGS. */
 export type Config = ParsedSettings<typeof SETTINGS>;

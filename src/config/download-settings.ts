@@ -1,5 +1,5 @@
 import { bool, int, optionalPath, origins } from './parsers.js';
-import type { SettingSpec } from './setting-spec.js';
+import type { ParsedSettings, SettingSpec } from './setting-spec.js';
 
 /** A worker's downloads: what it may fetch, what it trusts, and how long and how often it tries. */
 export const DOWNLOAD_SETTINGS = {
@@ -45,3 +45,6 @@ export const DOWNLOAD_SETTINGS = {
     doc: 'first retry delay; doubles per attempt, with jitter',
   },
 } as const satisfies Record<string, SettingSpec>;
+
+/** The download settings, as parsed: what a worker's downloader and its job policy read. */
+export type DownloadSettings = ParsedSettings<typeof DOWNLOAD_SETTINGS>;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { forwardConfig, forwardUrls, int } from './parsers.js';
-import type { SettingSpec } from './setting-spec.js';
+import type { ParsedSettings, SettingSpec } from './setting-spec.js';
 
 /** Forwarding every handled delivery to HTTP endpoints and brokers (docs/forwarding.md). */
 export const FORWARD_SETTINGS = {
@@ -70,3 +70,6 @@ export const FORWARD_SETTINGS = {
     doc: 'a message held longer than this (by a paused destination) fails as if its attempts had run out: listed by `failures`, sent again by `retry`',
   },
 } as const satisfies Record<string, SettingSpec>;
+
+/** The forwarding settings, as parsed: what forwarding/ reads. */
+export type ForwardSettings = ParsedSettings<typeof FORWARD_SETTINGS>;

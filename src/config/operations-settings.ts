@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { bool, int, trustProxy } from './parsers.js';
-import type { SettingSpec } from './setting-spec.js';
+import type { ParsedSettings, SettingSpec } from './setting-spec.js';
 
 /** What operators read and reach: logs, the proxy in front, the queue dashboard, a worker's liveness. */
 export const OPERATIONS_SETTINGS = {
@@ -48,3 +48,6 @@ export const OPERATIONS_SETTINGS = {
     doc: 'a worker that holds jobs but settles none this long (or idles while jobs wait) is wedged',
   },
 } as const satisfies Record<string, SettingSpec>;
+
+/** The operations settings, as parsed: logs, the proxy, the dashboard, a worker's liveness. */
+export type OperationsSettings = ParsedSettings<typeof OPERATIONS_SETTINGS>;

@@ -1,6 +1,6 @@
 import { cpusInQuota } from './cpu-quota.js';
 import { autoOrInt, int } from './parsers.js';
-import type { SettingSpec } from './setting-spec.js';
+import type { ParsedSettings, SettingSpec } from './setting-spec.js';
 
 /** How much runs at once (processes, jobs), how long a job is held, and how long a stop may take. */
 export const PROCESS_SETTINGS = {
@@ -29,3 +29,6 @@ export const PROCESS_SETTINGS = {
     doc: 'graceful shutdown deadline after SIGTERM/SIGINT',
   },
 } as const satisfies Record<string, SettingSpec>;
+
+/** The process settings, as parsed: how much runs at once, how long a job is held, a stop's deadline. */
+export type ProcessSettings = ParsedSettings<typeof PROCESS_SETTINGS>;

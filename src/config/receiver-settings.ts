@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { int, secrets } from './parsers.js';
-import type { SettingSpec } from './setting-spec.js';
+import type { ParsedSettings, SettingSpec } from './setting-spec.js';
 
 /** The HTTP receiver: where it listens, and what a delivery must be for it to be accepted. */
 export const RECEIVER_SETTINGS = {
@@ -53,6 +53,9 @@ export const RECEIVER_SETTINGS = {
     doc: 'open connections per listening port of a receiver process; more are closed as they arrive (each holds a file descriptor: keep it under the open-file limit)',
   },
 } as const satisfies Record<string, SettingSpec>;
+
+/** The receiver's settings, as parsed: what its listener and its webhook route read. */
+export type ReceiverSettings = ParsedSettings<typeof RECEIVER_SETTINGS>;
 
 /**
  * The example secrets this repository's files hold (.env.example, docker-compose.yml): anyone

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { hostPorts, int, redisUrl } from './parsers.js';
-import type { SettingSpec } from './setting-spec.js';
+import type { ParsedSettings, SettingSpec } from './setting-spec.js';
 
 /**
  * The sender retries for 30 s + 5 min + 30 min + 2 h + 6 h = 8 h 35 min 30 s after the first
@@ -76,3 +76,6 @@ export const REDIS_SETTINGS = {
     doc: "part of Redis's maxmemory kept for the workers to drain: from 100 − this % on deliveries get 503, from 100 − half of it workers take no new delivery and finish forwards (docs/capacity.md)",
   },
 } as const satisfies Record<string, SettingSpec>;
+
+/** The queue's Redis settings, as parsed: what connections, the dedupe window and the write gate read. */
+export type RedisSettings = ParsedSettings<typeof REDIS_SETTINGS>;

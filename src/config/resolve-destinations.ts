@@ -1,15 +1,11 @@
 import type { Destination } from './destinations.js';
+import type { ForwardSettings } from './forward-settings.js';
 
-/**
- * What the destinations are resolved from: a Config's fields, named here rather than imported
- * because config.ts's start-up checks use this file (no import circle).
- */
-export interface DestinationSettings {
-  readonly forwardDestinations: readonly Destination[];
-  readonly forwardConfigDestinations: readonly Destination[];
-  readonly forwardAttempts: number;
-  readonly forwardTimeoutMs: number;
-}
+/** What the destinations are resolved from: both lists, and the service-wide attempts and timeout. */
+export type DestinationSettings = Pick<
+  ForwardSettings,
+  'forwardDestinations' | 'forwardConfigDestinations' | 'forwardAttempts' | 'forwardTimeoutMs'
+>;
 
 /** A destination with its attempts and timeout settled: its own, else the service-wide ones. */
 export type ResolvedDestination = Destination & {

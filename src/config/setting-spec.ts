@@ -16,3 +16,21 @@ export interface SettingSpec {
   /** One line for docs/configuration.md's table and .env.example. */
   readonly doc: string;
 }
+
+type Camel<S extends string> = S extends `${infer Head}_${infer Tail}`
+  ? `${Lowercase<Head>}${Capitalize<Camel<Tail>>}`
+  : Lowercase<S>;
+type FieldOf<Table, N extends keyof Table & string> = Table[N] extends {
+  key: infer K extends string;
+}
+  ? K
+  : Camel<N>;
+
+/**
+ * A table of settings, typed as parsed: `DOWNLOAD_MAX_BYTES` → `downloadMaxBytes: number`. Here,
+ * beside SettingSpec, so that each area's file types its own slice without importing config.ts
+ * (which imports the areas).
+ */
+export type ParsedSettings<Table extends Readonly<Record<string, SettingSpec>>> = {
+  readonly [N in keyof Table & string as FieldOf<Table, N>]: Readonly<z.output<Table[N]['schema']>>;
+};

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { bool, int } from './parsers.js';
-import type { SettingSpec } from './setting-spec.js';
+import type { ParsedSettings, SettingSpec } from './setting-spec.js';
 
 /**
  * The audio store (local files or an S3 bucket) and the archive of deliveries kept in it. The web
@@ -60,3 +60,6 @@ export const STORAGE_SETTINGS = {
     doc: 'every accepted delivery is archived in the audio store (`.archive/`) for this long, for `replay` (and the inspector keeps each delivery’s timeline as long); `0`: no archive',
   },
 } as const satisfies Record<string, SettingSpec>;
+
+/** The store's settings, as parsed: what opens the store and keeps the archive. */
+export type StorageSettings = ParsedSettings<typeof STORAGE_SETTINGS>;

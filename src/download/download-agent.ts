@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { Config } from '../config/config.js';
+import type { DownloadSettings } from '../config/download-settings.js';
 import { withDeadline } from '../util/deadline.js';
 import { createGuardedAgent } from './guarded-agent.js';
 
@@ -7,7 +7,7 @@ const SECOND = 1000;
 
 /** The settings a worker's download agent is made from. */
 export type DownloadAgentConfig = Pick<
-  Config,
+  DownloadSettings,
   'downloadCaFile' | 'downloadTimeoutMs' | 'downloadAllowPrivateIps'
 >;
 

@@ -1,6 +1,8 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
-import type { Config } from '../config/config.js';
+import type { ForwardSettings } from '../config/forward-settings.js';
+import type { ProcessSettings } from '../config/process-settings.js';
+import type { RedisSettings } from '../config/redis-settings.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { startJobWorker } from '../jobs/start-job-worker.js';
 import { isRefusal } from '../redis/redis-memory.js';
@@ -29,22 +31,13 @@ export interface Forwarding {
 
 /** A destination down for long is tried every 10 minutes at the most. */
 const MAX_DELAY_MS = 10 * 60 * 1000;
-/** The settings forwarding reads: its own slice of the Config. */
-export type ForwardingConfig = Pick<
-  Config,
-  | 'forwardDestinations'
-  | 'forwardConfigDestinations'
-  | 'forwardAttempts'
-  | 'forwardTimeoutMs'
-  | 'forwardSecret'
-  | 'forwardPauseAfter'
-  | 'forwardProbeSeconds'
-  | 'forwardBackoffMs'
-  | 'forwardHoldSeconds'
-  | 'forwardConcurrency'
-  | 'queuePrefix'
-  | 'workerLockMs'
->;
+/**
+ * The settings forwarding reads: every FORWARD_* one, the prefix its queue and records live
+ * under, and the job lock its worker shares with the delivery worker.
+ */
+export type ForwardingConfig = ForwardSettings &
+  Pick<RedisSettings, 'queuePrefix'> &
+  Pick<ProcessSettings, 'workerLockMs'>;
 
 /**
  * Forwarding, in a process that runs workers, when FORWARD_URLS names destinations: the delivery

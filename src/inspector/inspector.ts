@@ -3,7 +3,8 @@ import { replayDeliveries } from '../archive/replay.js';
 import { destinationControl, type DestinationStatus } from '../forwarding/destination-control.js';
 import { knownDestinations, type RosterEntry } from '../forwarding/destination-roster.js';
 import { retryAfresh } from '../forwarding/forward-queue.js';
-import type { ForwardingConfig } from '../forwarding/start-forwarding.js';
+import type { ForwardSettings } from '../config/forward-settings.js';
+import type { DestinationSettings } from '../config/resolve-destinations.js';
 import type { DeliveryQueue } from '../queue/delivery-queue.js';
 import type { DeliveryTimeline } from '../records/delivery-timeline.js';
 import type { RedisConnection } from '../redis/connections.js';
@@ -52,7 +53,8 @@ export interface InspectorDeps {
   /** The archive, for payloads and replays; undefined when there is none to read. */
   readonly archive: () => Promise<Archive | undefined>;
   /** What forwarding's pause and resume read (the same as `forward pause`). */
-  readonly forwarding: ForwardingConfig;
+  readonly forwarding: DestinationSettings &
+    Pick<ForwardSettings, 'forwardPauseAfter' | 'forwardProbeSeconds'>;
 }
 
 /** The answer to an action: done, refused because of the delivery's state, or nothing found. */

@@ -1,7 +1,8 @@
 import { backoffDelay } from '../jobs/backoff.js';
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
-import type { Config } from '../config/config.js';
+import type { ProcessSettings } from '../config/process-settings.js';
+import type { ReceiverSettings } from '../config/receiver-settings.js';
 import { answerMetricsRequests } from './cluster-metrics.js';
 
 /**
@@ -25,7 +26,10 @@ export const SHUTDOWN_MESSAGE = 'audio-webhooks:shutdown';
  * port. Signals reach the children by message, so one sent to the whole process group (Ctrl-C,
  * systemd) is still a single, graceful request.
  */
-export function runReceiverCluster(config: Config, logger: Logger): void {
+export function runReceiverCluster(
+  config: Pick<ProcessSettings, 'webConcurrency'> & Pick<ReceiverSettings, 'port'>,
+  logger: Logger,
+): void {
   /** Each live process, and whether it got as far as listening. */
   const started = new Map<Worker, { listening: boolean; at: number }>();
   answerMetricsRequests(logger);

@@ -2,7 +2,10 @@ import type { RequestListener } from 'node:http';
 import type { Telemetry } from 'bullmq';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
-import type { Config } from '../config/config.js';
+import type { OperationsSettings } from '../config/operations-settings.js';
+import type { ReceiverSettings } from '../config/receiver-settings.js';
+import type { RedisSettings } from '../config/redis-settings.js';
+import type { StorageSettings } from '../config/storage-settings.js';
 import { MethodNotAllowedError } from '../http-server/http-errors.js';
 import { errorHandler, notFound } from '../http-server/error-handler.js';
 import { createDeliveryQueue, type DeliveryQueue } from '../queue/delivery-queue.js';
@@ -12,6 +15,7 @@ import {
   createWebRedis,
   redisTarget,
   topologyOf,
+  type RedisConfig,
   type RedisConnection,
 } from '../redis/connections.js';
 import { watchRedis } from '../redis/watch-redis.js';
@@ -24,11 +28,27 @@ import { NO_CUSTOM_EVENTS, type CustomEvents } from '../hooks/custom-events.js';
 import type { DashboardOptions } from './admin-dashboard.js';
 import { createArchive, type Archive } from '../archive/archive.js';
 import { EVENT_NAMES } from '../provider-spec/events.js';
-import { createAudioStore, type CreateStore } from '../storage/create-audio-store.js';
+import type { AudioStore } from '../storage/audio-store.js';
+import { openBuiltInStore, type StoreSettings } from '../storage/create-audio-store.js';
 import { clusterMetricsText } from './cluster-metrics.js';
 import { applyCommonMiddleware, setSecurityHeaders, startRequestLog } from './common-middleware.js';
 import { healthRoutes } from './health-routes.js';
-import { webhookRoute, type PlainHandler } from './webhook-route.js';
+import { webhookRoute, type PlainHandler, type WebhookRouteDeps } from './webhook-route.js';
+
+/**
+ * What the receiver reads: its fail-fast connection (and WAIT's replicas), its write gate's
+ * reserve, the route's settings, how long the dedupe mark and the timeline are kept, the
+ * dashboard's and the inspector's, and the store the inspector reads the archive from.
+ */
+export type WebSettings = RedisConfig &
+  Pick<RedisSettings, 'redisWaitReplicas' | 'redisWaitTimeoutMs' | 'redisMemoryReservePercent'> &
+  Pick<RedisSettings, 'queuePrefix' | 'dedupeTtlSeconds'> &
+  WebhookRouteDeps['config'] &
+  Pick<ReceiverSettings, 'internalPort'> &
+  Pick<OperationsSettings, 'trustProxy' | 'adminPassword' | 'adminReadOnly'> &
+  Pick<StorageSettings, 'archiveRetentionHours'> &
+  StoreSettings &
+  DashboardOptions['inspector']['forwarding'];
 
 export interface Receiver {
   /** What PORT's server runs: the webhook's fast path in front of `app`. */
@@ -60,8 +80,11 @@ export interface ReceiverOptions {
   readonly inCluster?: boolean;
   /** The fork's own events (src/custom/events.ts). @defaultValue none */
   readonly customEvents?: CustomEvents;
-  /** The fork's own store (src/custom/store.ts), where the inspector reads the archive. @defaultValue AUDIO_STORE's */
-  readonly customStore?: CreateStore | undefined;
+  /**
+   * Opens the store the inspector reads the archive from, read-only: main.ts's opens the fork's
+   * (src/custom/store.ts) when there is one. @defaultValue the one AUDIO_STORE chooses
+   */
+  readonly openStore?: (() => Promise<AudioStore>) | undefined;
 }
 
 /** Which doors an app serves: one port for everything, or the public and internal ones apart. */
@@ -81,14 +104,14 @@ type Surface = 'all' | 'public' | 'internal';
  * (docs/performance-history.md); the answers are the same bytes either way.
  */
 export function createReceiver(
-  config: Config,
+  config: WebSettings,
   logger: Logger,
   {
     isShuttingDown = () => false,
     telemetry,
     inCluster = false,
     customEvents = NO_CUSTOM_EVENTS,
-    customStore,
+    openStore = () => openBuiltInStore(config, false),
   }: ReceiverOptions = {},
 ): Receiver {
   const redis = createWebRedis(config);
@@ -132,7 +155,7 @@ export function createReceiver(
       timeline,
       dedupeTtlSeconds: config.dedupeTtlSeconds,
       events: [...EVENT_NAMES, ...customEvents.keys()],
-      archive: archiveOpener(config, logger, customStore),
+      archive: archiveOpener(config, logger, openStore),
       forwarding: config,
     }),
   };
@@ -180,7 +203,7 @@ function fastPath(
 }
 
 interface AppParts {
-  readonly config: Config;
+  readonly config: RedisConfig & Pick<WebSettings, 'trustProxy' | 'webhookPath'>;
   readonly logger: Logger;
   readonly redis: RedisConnection;
   readonly gate: WriteGate;
@@ -221,7 +244,7 @@ function buildApp(parts: AppParts, surface: Surface): Express {
 }
 
 function dashboardOptions(
-  config: Config,
+  config: Pick<WebSettings, 'adminPassword' | 'adminReadOnly' | 'queuePrefix'>,
   queue: DeliveryQueue,
   redis: RedisConnection,
   logger: Logger,
@@ -245,16 +268,16 @@ function dashboardOptions(
  * off, the store keeps none, or it cannot be opened (logged; the pages say the payload is gone).
  */
 function archiveOpener(
-  config: Config,
+  config: Pick<WebSettings, 'archiveRetentionHours'>,
   logger: Logger,
-  custom: CreateStore | undefined,
+  openStore: () => Promise<AudioStore>,
 ): () => Promise<Archive | undefined> {
   let opened: Promise<Archive | undefined> | undefined;
   return () =>
     (opened ??=
       config.archiveRetentionHours === 0
         ? Promise.resolve(undefined)
-        : createAudioStore(config, { custom, logger, writable: false }).then(
+        : openStore().then(
             (store) => (store.archive === undefined ? undefined : createArchive(store.archive)),
             (error: unknown) => {
               logger.warn(

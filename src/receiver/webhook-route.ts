@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
-import type { Config } from '../config/config.js';
+import type { ReceiverSettings } from '../config/receiver-settings.js';
 import type { DeliveryOutcome, Metrics } from '../telemetry/metrics.js';
 import type { StoreDelivery } from './enqueue-delivery.js';
 import { EnqueueUnavailableError, UnqueueableDeliveryError } from './enqueue-errors.js';
@@ -23,7 +23,7 @@ import { inviteBody } from '../http-server/expect-continue.js';
 
 export interface WebhookRouteDeps {
   readonly config: Pick<
-    Config,
+    ReceiverSettings,
     'webhookPath' | 'maxBodyBytes' | 'webhookSecrets' | 'signatureToleranceSeconds'
   >;
   /** Stores a parsed delivery within its deadline (receiver/enqueue-delivery.ts). */

@@ -1,5 +1,5 @@
 import { Cluster, Redis } from 'ioredis';
-import type { Config } from '../config/config.js';
+import type { RedisSettings } from '../config/redis-settings.js';
 
 /** One Redis, a primary found through Sentinels, or a Cluster: every role speaks to either. */
 export type RedisConnection = Redis | Cluster;
@@ -7,10 +7,10 @@ export type Topology = 'single' | 'sentinel' | 'cluster';
 
 /** What every connection needs to know of the configuration (REDIS_PASSWORD only when set). */
 export type RedisConfig = Pick<
-  Config,
+  RedisSettings,
   'redisUrl' | 'redisSentinels' | 'redisSentinelName' | 'redisClusterNodes'
 > &
-  Partial<Pick<Config, 'redisPassword'>>;
+  Partial<Pick<RedisSettings, 'redisPassword'>>;
 
 export function topologyOf(config: RedisConfig): Topology {
   if (config.redisClusterNodes.length > 0) return 'cluster';
@@ -115,7 +115,7 @@ export const WEB_COMMAND_TIMEOUT_MS = 1_000;
 
 /** The web side's bound on one store: longer by the WAIT timeout when replicas must acknowledge. */
 export function webStoreDeadlineMs(
-  config: Pick<Config, 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
+  config: Pick<RedisSettings, 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
 ): number {
   return WEB_COMMAND_TIMEOUT_MS + (config.redisWaitReplicas > 0 ? config.redisWaitTimeoutMs : 0);
 }
@@ -129,7 +129,7 @@ export function webStoreDeadlineMs(
  * (docs/performance-history.md, "Figures behind the code").
  */
 export function createWebRedis(
-  config: RedisConfig & Pick<Config, 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
+  config: RedisConfig & Pick<RedisSettings, 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
 ): RedisConnection {
   return connect(config, {
     enableOfflineQueue: false,

@@ -1,13 +1,20 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import type { StorageSettings } from '../config/storage-settings.js';
 import { DeadlineError, withDeadline } from '../util/deadline.js';
 import type { AudioStore } from './audio-store.js';
 import { createLocalAudioStore } from './local/local-audio-store.js';
-import { createS3AudioStore } from './s3/s3-audio-store.js';
+import { createS3AudioStore, type S3Settings } from './s3/s3-audio-store.js';
 import { StorageError } from './storage-errors.js';
 
-/** src/custom/store.ts's `createStore`. */
+/**
+ * src/custom/store.ts's `createStore`. It is given the whole Config: upstream cannot know which
+ * settings a fork's store reads.
+ */
 export type CreateStore = (config: Config, logger: Logger) => Promise<AudioStore>;
+
+/** What the built-in stores are opened from: AUDIO_STORE, AUDIO_DIR and the S3_* settings. */
+export type StoreSettings = Pick<StorageSettings, 'audioStore' | 'audioDir'> & S3Settings;
 
 /**
  * How long opening the store may take, its check included. A hung mount (an NFS server gone, a
@@ -43,6 +50,14 @@ export async function createAudioStore(
     if (logger === undefined) throw new Error('a custom store needs a logger');
     return bounded(custom(config, logger), "src/custom/store.ts's createStore");
   }
+  return openBuiltInStore(config, writable);
+}
+
+/** createAudioStore without a fork's store: the one AUDIO_STORE chooses, checked the same way. */
+export async function openBuiltInStore(
+  config: StoreSettings,
+  writable: boolean,
+): Promise<AudioStore> {
   if (config.audioStore === 'local') {
     const what = writable
       ? `the start-up check of AUDIO_DIR ${config.audioDir} (create it, write and fsync a probe file)`
@@ -79,11 +94,11 @@ async function bounded<T>(opening: Promise<T>, what: string): Promise<T> {
  * listed before the first job).
  */
 export async function startStore(
-  config: Config,
+  config: StoreSettings,
   logger: Logger,
   given: AudioStore | undefined,
 ): Promise<AudioStore> {
-  const store = given ?? (await createAudioStore(config));
+  const store = given ?? (await openBuiltInStore(config, true));
   const removed = await withDeadline(
     store.removeStaleTemps(),
     STORE_CHECK_DEADLINE_MS,

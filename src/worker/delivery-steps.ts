@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { Config } from '../config/config.js';
-import { startForwarding } from '../forwarding/start-forwarding.js';
+import type { RedisSettings } from '../config/redis-settings.js';
+import type { StorageSettings } from '../config/storage-settings.js';
+import { startForwarding, type ForwardingConfig } from '../forwarding/start-forwarding.js';
 import type { RedisConnection } from '../redis/connections.js';
 import type { WriteGate } from '../redis/write-gate.js';
 import { dispatch } from './dispatch.js';
@@ -17,12 +18,20 @@ export interface RunningSteps extends DeliverySteps {
 }
 
 /**
+ * What the steps read: forwarding's settings, the archive's retention, and what the timeline's
+ * records are kept under and for how long (the archive's retention, else the dedupe window).
+ */
+export type StepsSettings = ForwardingConfig &
+  Pick<StorageSettings, 'archiveRetentionHours'> &
+  Pick<RedisSettings, 'queuePrefix' | 'dedupeTtlSeconds'>;
+
+/**
  * The steps a worker process runs for each delivery (run-delivery.ts): the archive when
  * ARCHIVE_RETENTION_HOURS keeps one and the store has one, the handlers, and forwarding when
  * FORWARD_URLS names destinations.
  */
 export function createDeliverySteps(
-  config: Config,
+  config: StepsSettings,
   logger: Logger,
   redis: RedisConnection,
   context: WorkerContext,

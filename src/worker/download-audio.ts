@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
-import type { Config } from '../config/config.js';
+import type { DownloadSettings } from '../config/download-settings.js';
 import { PermanentDownloadError } from '../download/download-errors.js';
 import { Meter } from '../download/meter.js';
 import {
@@ -18,7 +18,7 @@ import type { DownloadMetrics } from './worker-metrics.js';
 import type { DeliveryInfo, DownloadAudioOptions } from '../hooks/hook-context.js';
 
 export interface AudioDownloaderDeps {
-  readonly config: Pick<Config, 'cdnOrigins' | 'downloadMaxBytes' | 'downloadTimeoutMs'>;
+  readonly config: Pick<DownloadSettings, 'cdnOrigins' | 'downloadMaxBytes' | 'downloadTimeoutMs'>;
   readonly store: AudioStore;
   /** The SSRF-guarded undici Agent (download/guarded-agent.ts). */
   readonly dispatcher: Dispatcher;

@@ -1,11 +1,15 @@
 import type { Telemetry } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { Config } from '../config/config.js';
+import type { DownloadSettings } from '../config/download-settings.js';
+import type { OperationsSettings } from '../config/operations-settings.js';
+import type { ProcessSettings } from '../config/process-settings.js';
+import type { RedisSettings } from '../config/redis-settings.js';
+import type { StorageSettings } from '../config/storage-settings.js';
 import { queueReaders } from '../jobs/queue-readers.js';
 import { FORWARD_QUEUE } from '../forwarding/forward-queue.js';
 import { startJobWorker } from '../jobs/start-job-worker.js';
-import { createWorkerRedis, redisTarget } from '../redis/connections.js';
+import { createWorkerRedis, redisTarget, type RedisConfig } from '../redis/connections.js';
 import { isConnectionError, watchRedis } from '../redis/watch-redis.js';
 import { WriteGate } from '../redis/write-gate.js';
 import { createRegistry } from '../telemetry/metrics.js';
@@ -13,10 +17,27 @@ import { registerHoldGauge } from '../telemetry/redis-gauges.js';
 import { registerStoreGauges } from './store-gauges.js';
 import { createWorkerMetrics } from './worker-metrics.js';
 import { createLiveness, type Liveness } from './liveness.js';
-import { createWorkerContext, type ContextOptions } from './worker-context.js';
-import { createDeliverySteps } from './delivery-steps.js';
+import {
+  createWorkerContext,
+  type ContextOptions,
+  type ContextSettings,
+} from './worker-context.js';
+import { createDeliverySteps, type StepsSettings } from './delivery-steps.js';
 import { drainInReserve } from './reserve-drain.js';
 import { describeDeliveryJob, runDelivery, type DeliveryWorker } from './run-delivery.js';
+
+/**
+ * What a worker process reads: its connection, its write gate's reserve, its own job settings,
+ * the store's gauges, and what the parts it starts read (the handlers' context, the steps).
+ */
+export type WorkerSettings = RedisConfig &
+  Pick<RedisSettings, 'queuePrefix' | 'redisMemoryReservePercent'> &
+  Pick<ProcessSettings, 'workerConcurrency' | 'workerLockMs'> &
+  Pick<OperationsSettings, 'workerStallMs'> &
+  Pick<DownloadSettings, 'downloadAttempts' | 'downloadBackoffMs'> &
+  Pick<StorageSettings, 'audioStore' | 'audioDir'> &
+  ContextSettings &
+  StepsSettings;
 
 export interface WorkerOptions extends Omit<ContextOptions, 'metrics'> {
   /** bullmq-otel, when tracing is on: each job's span joins the delivery's trace. @defaultValue none */
@@ -44,7 +65,7 @@ export interface RunningWorkers {
  * that runs them, and what tells whether it works (liveness, /metrics).
  */
 export async function startWorkers(
-  config: Config,
+  config: WorkerSettings,
   logger: Logger,
   options: WorkerOptions = {},
 ): Promise<RunningWorkers> {

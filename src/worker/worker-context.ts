@@ -1,14 +1,14 @@
 import type { RedisConnection } from '../redis/connections.js';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import type { Config } from '../config/config.js';
-import { createDownloadAgent } from '../download/download-agent.js';
+import type { RedisSettings } from '../config/redis-settings.js';
+import { createDownloadAgent, type DownloadAgentConfig } from '../download/download-agent.js';
 import { createFailureLog } from '../records/failure-log.js';
 import { createRevocationRegistry } from '../records/revocation-registry.js';
 import type { AudioMetadata, AudioStore } from '../storage/audio-store.js';
-import { startStore } from '../storage/create-audio-store.js';
+import { startStore, type StoreSettings } from '../storage/create-audio-store.js';
 import { NO_CUSTOM_EVENTS, type CustomEvents } from '../hooks/custom-events.js';
-import { createAudioDownloader } from './download-audio.js';
+import { createAudioDownloader, type AudioDownloaderDeps } from './download-audio.js';
 import { type DeliveryInfo } from '../hooks/hook-context.js';
 import { withDefaults, type Hooks } from '../hooks/hooks.js';
 import { readOnly, type HookContext } from '../hooks/hook-context.js';
@@ -46,12 +46,18 @@ export interface ContextOptions {
   readonly metrics?: (DownloadMetrics & StoreWriteMetrics) | undefined;
 }
 
+/** What the context is built from: the store's settings, the downloads', and the records' prefix. */
+export type ContextSettings = StoreSettings &
+  DownloadAgentConfig &
+  AudioDownloaderDeps['config'] &
+  Pick<RedisSettings, 'queuePrefix'>;
+
 /**
  * Builds the handlers' context: the store (started: storage/create-audio-store.ts), the guarded
  * downloader (download/download-agent.ts), records, hooks.
  */
 export async function createWorkerContext(
-  config: Config,
+  config: ContextSettings,
   logger: Logger,
   redis: RedisConnection,
   options: ContextOptions,

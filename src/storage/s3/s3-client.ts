@@ -1,8 +1,8 @@
 import { S3Client } from '@aws-sdk/client-s3';
-import type { Config } from '../../config/config.js';
+import type { StorageSettings } from '../../config/storage-settings.js';
 
 export type S3Settings = Pick<
-  Config,
+  StorageSettings,
   's3Bucket' | 's3Prefix' | 's3Endpoint' | 's3Region' | 's3ForcePathStyle'
 >;
 
