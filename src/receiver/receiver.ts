@@ -36,9 +36,8 @@ import { healthRoutes } from './health-routes.js';
 import { webhookRoute, type PlainHandler, type WebhookRouteDeps } from './webhook-route.js';
 
 /**
- * What the receiver reads: its fail-fast connection (and WAIT's replicas), its write gate's
- * reserve, the route's settings, how long the dedupe mark and the timeline are kept, the
- * dashboard's and the inspector's, and the store the inspector reads the archive from.
+ * What the receiver reads: its connection, WAIT and the write gate's reserve, the route's, the
+ * mark's and timeline's lifetimes, the dashboard's, the inspector's and its archive's store.
  */
 export type WebSettings = RedisConfig &
   Pick<RedisSettings, 'redisWaitReplicas' | 'redisWaitTimeoutMs' | 'redisMemoryReservePercent'> &
