@@ -9,8 +9,8 @@ import { TICK_MS } from '../../src/forwarding/destination-board';
 import { createForwardQueue } from '../../src/forwarding/forward-queue';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { eventually } from '../../src/util/eventually';
+import { createRabbitQueue } from '../../harness/broker-destinations';
 import {
-  createRabbitQueue,
   forwardSecret,
   startHttpEndpoint,
   startThreeDestinations,

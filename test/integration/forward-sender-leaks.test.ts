@@ -12,7 +12,7 @@ import {
   type Sender,
 } from '../../src/forwarding/senders/sender';
 import { eventually } from '../../src/util/eventually';
-import { createJetStream, startPrivateNats } from '../../harness/forward-destinations';
+import { createJetStream, startPrivateNats } from '../../harness/broker-destinations';
 import { afterTest } from '../helpers/after-test';
 
 const RABBIT_PORT = 5672;

@@ -11,15 +11,14 @@ import { jobItemId } from '../../src/queue/delivery-job-data';
 import { createForwardQueue } from '../../src/forwarding/forward-queue';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { eventually } from '../../src/util/eventually';
+import { createRabbitQueue, startPrivateNats } from '../../harness/broker-destinations';
 import {
-  createRabbitQueue,
   forwardSecret,
   startHttpEndpoint,
   startThreeDestinations,
-  startPrivateNats,
   type HttpEndpoint,
-  type Received,
 } from '../../harness/forward-destinations';
+import type { Received } from '../../harness/inbox';
 import { audio } from '../../harness/local-cdn';
 import { forwardTestBed, postSigned } from '../helpers/forward-test-bed';
 import { freePort } from '../../harness/private-redis';
