@@ -305,6 +305,25 @@ it('lists newest first, a page at a time with an opaque cursor; bad filters are 
   await request(base).get('/admin/api/deliveries').expect(401);
 });
 
+it('a cursor that cannot be read is 400 naming it, on the API and the page, not the first page again', async () => {
+  const id = `inspect-cursor-${Date.now()}`;
+  await pipeline.post(sampleDelivery('key.revoked', { id })).expect(202);
+  await detailWhen('key.revoked', id, (d) => d.state === 'handled', 'handled');
+  for (const cursor of ['not-a-cursor', Buffer.from('{"score":1}').toString('base64url')]) {
+    const res = await api(`/deliveries?cursor=${cursor}`);
+    expect({ status: res.status, body: res.body as unknown }).toEqual({
+      status: 400,
+      body: { detail: expect.stringMatching(/^cursor /) },
+    });
+    const page = await request(base)
+      .get(`/admin/deliveries?cursor=${cursor}`)
+      .set('Authorization', auth);
+    expect(page.status).toBe(400);
+    expect(page.text).toContain((res.body as { detail: string }).detail);
+    expect(page.text).not.toContain(id);
+  }
+});
+
 it('a search by id is narrowed by the other filters too, as the list is', async () => {
   const id = `inspect-narrowed-${Date.now()}`;
   await pipeline.post(sampleDelivery('key.revoked', { id })).expect(202);
