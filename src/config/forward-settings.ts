@@ -2,18 +2,22 @@ import { z } from 'zod';
 import { forwardConfig, forwardUrls, int } from './parsers.js';
 import type { ParsedSettings, SettingSpec } from './setting-spec.js';
 
-/** Forwarding every handled delivery to HTTP endpoints and brokers (docs/forwarding.md). */
+/**
+ * Forwarding every handled delivery to HTTP endpoints and brokers (docs/forwarding.md). The web
+ * role reads the destinations too: the delivery inspector pauses and resumes them, its own as well
+ * as those the workers announce.
+ */
 export const FORWARD_SETTINGS = {
   FORWARD_URLS: {
     schema: forwardUrls,
     key: 'forwardDestinations',
-    readBy: ['worker', 'cli'],
+    readBy: ['web', 'worker', 'cli'],
     doc: 'comma-separated destinations every handled delivery is forwarded to, any mix: `http(s)://host/path` (POST, signed with FORWARD_SECRET), `nats://host:port/<subject>` (JetStream), `amqp://user:pass@host:port[/vhost]?exchange=E&routing_key=R`; unset: none (docs/forwarding.md)',
   },
   FORWARD_CONFIG: {
     schema: forwardConfig,
     key: 'forwardConfigDestinations',
-    readBy: ['worker', 'cli'],
+    readBy: ['web', 'worker', 'cli'],
     doc: 'path to a JSON file of destinations, with or instead of FORWARD_URLS, each with its own `name`, `filter`, `attempts`, `timeout_ms` and `rate_per_second`; unset: none (docs/forwarding.md)',
   },
   FORWARD_SECRET: {

@@ -1,7 +1,12 @@
 import { Router, type Request, type Response } from 'express';
 import { BadRequestError, HttpError } from '../http-server/http-errors.js';
 import { STATES } from '../records/delivery-timeline.js';
-import type { DeliveryState, ListQuery } from './delivery-records.js';
+import {
+  decodeCursor,
+  type Cursor,
+  type DeliveryState,
+  type ListQuery,
+} from './delivery-records.js';
 import type { ActionResult, Inspector } from './inspector.js';
 
 /** Where the page and the API live, beside the queue dashboard's /admin/queues. */
@@ -33,6 +38,21 @@ function time(query: Request['query'], name: string): number | undefined {
   return ms;
 }
 
+/**
+ * `cursor`, a `next_cursor` of a page before. One that cannot be read is refused: a list that
+ * started again from the top would show the first page as if it were the next.
+ */
+function cursor(query: Request['query']): Cursor | undefined {
+  const value = one(query, 'cursor');
+  if (value === undefined) return undefined;
+  const decoded = decodeCursor(value);
+  if (decoded === undefined)
+    throw new BadRequestError(
+      'cursor cannot be read: give the next_cursor of a page as it is, or none for the first page',
+    );
+  return decoded;
+}
+
 /** The list's filters, as the API and the page take them; a bad one → 400 naming it. */
 export function parseListQuery(query: Request['query']): ListQuery & { readonly id?: string } {
   const state = one(query, 'state');
@@ -51,7 +71,7 @@ export function parseListQuery(query: Request['query']): ListQuery & { readonly 
     since: time(query, 'since'),
     until: time(query, 'until'),
     limit,
-    cursor: one(query, 'cursor'),
+    cursor: cursor(query),
   };
 }
 

@@ -43,8 +43,8 @@ export async function readRecord(
 export interface ListQuery {
   /** At most this many (1 to 200). */
   readonly limit: number;
-  /** Where the page before ended (its `next_cursor`). */
-  readonly cursor?: string | undefined;
+  /** Where the page before ended (its `next_cursor`, read by decodeCursor). */
+  readonly cursor?: Cursor | undefined;
   /** Only this event's. */
   readonly event?: string | undefined;
   /** Only those in this state (`failed` reads the failed index alone). */
@@ -65,12 +65,19 @@ const PAGE = 200;
  */
 export const SCAN_BUDGET = 5_000;
 
+/** Where a list stopped: the last index entry it read, by score and member. */
+export interface Cursor {
+  readonly score: number;
+  readonly member: string;
+}
+
 /** The cursor is opaque to clients: where the list stopped, as score and member. */
 export function encodeCursor(score: number, member: string): string {
   return Buffer.from(JSON.stringify([score, member])).toString('base64url');
 }
 
-export function decodeCursor(cursor: string): { score: number; member: string } | undefined {
+/** A cursor encodeCursor gave; undefined for any other text. */
+export function decodeCursor(cursor: string): Cursor | undefined {
   try {
     const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
     if (!Array.isArray(value) || typeof value[0] !== 'number' || typeof value[1] !== 'string')
@@ -92,7 +99,7 @@ export async function listRecords(
 ): Promise<{ records: ReadRecord[]; next: string | null }> {
   const keys = indexKeys(prefix);
   const index = query.state === 'failed' ? keys.failed : keys.all;
-  const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+  const after = query.cursor;
   const max = String(after?.score ?? query.until ?? '+inf');
   const min = String(query.since ?? '-inf');
   const records: ReadRecord[] = [];

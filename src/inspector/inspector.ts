@@ -74,6 +74,9 @@ const ARCHIVE_DEADLINE_MS = 5_000;
 export function createInspector(deps: InspectorDeps) {
   const { redis, prefix, queue } = deps;
   const sources = { redis, prefix, queue, dedupeTtlSeconds: deps.dedupeTtlSeconds };
+  // Its own destinations (FORWARD_URLS, FORWARD_CONFIG) and those the workers announce. It only
+  // reads their state, pauses and resumes them: the failure count and the probe interval, which
+  // the control takes, are what the workers' sends use.
   const control = async () => {
     const destinations = await knownDestinations(deps.forwarding, redis, prefix);
     const names = destinations.map((d) => d.name);

@@ -1,4 +1,8 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import request from 'supertest';
+import { SETTINGS } from '../../src/config/settings';
 import { serve } from '../../src/http-server/serve';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { eventually } from '../../src/util/eventually';
@@ -301,6 +305,25 @@ it('lists newest first, a page at a time with an opaque cursor; bad filters are 
   await request(base).get('/admin/api/deliveries').expect(401);
 });
 
+it('a cursor that cannot be read is 400 naming it, on the API and the page, not the first page again', async () => {
+  const id = `inspect-cursor-${Date.now()}`;
+  await pipeline.post(sampleDelivery('key.revoked', { id })).expect(202);
+  await detailWhen('key.revoked', id, (d) => d.state === 'handled', 'handled');
+  for (const cursor of ['not-a-cursor', Buffer.from('{"score":1}').toString('base64url')]) {
+    const res = await api(`/deliveries?cursor=${cursor}`);
+    expect({ status: res.status, body: res.body as unknown }).toEqual({
+      status: 400,
+      body: { detail: expect.stringMatching(/^cursor /) },
+    });
+    const page = await request(base)
+      .get(`/admin/deliveries?cursor=${cursor}`)
+      .set('Authorization', auth);
+    expect(page.status).toBe(400);
+    expect(page.text).toContain((res.body as { detail: string }).detail);
+    expect(page.text).not.toContain(id);
+  }
+});
+
 it('a search by id is narrowed by the other filters too, as the list is', async () => {
   const id = `inspect-narrowed-${Date.now()}`;
   await pipeline.post(sampleDelivery('key.revoked', { id })).expect(202);
@@ -317,6 +340,44 @@ it('a search by id is narrowed by the other filters too, as the list is', async 
   expect(await ids(`since=${Date.now() + 3_600_000}`)).toEqual([]);
   expect(await ids('until=2000-01-01T00:00:00Z')).toEqual([]);
   expect(await ids(`since=${Date.now() - 60_000}`)).toEqual([id]);
+});
+
+it("a receiver's own FORWARD_URLS and FORWARD_CONFIG are destinations it controls, and declared read by web", async () => {
+  const file = join(mkdtempSync(join(tmpdir(), 'aw-forward-config-')), 'forward.json');
+  writeFileSync(
+    file,
+    JSON.stringify({ destinations: [{ url: 'nats://127.0.0.1:4222/b', name: 'own-b' }] }),
+  );
+  const receiver = await createTestReceiver({
+    ADMIN_PASSWORD: PASSWORD,
+    ADMIN_READ_ONLY: 'false',
+    FORWARD_URLS: 'nats://127.0.0.1:4222/a',
+    FORWARD_CONFIG: file,
+  });
+  const own = await serve(receiver.listener, 0, '127.0.0.1');
+  const origin = `http://127.0.0.1:${own.port}`;
+  try {
+    // No worker announces them: the inspector knows them from its own settings.
+    const fromUrls = receiver.config.forwardDestinations[0]?.name ?? '';
+    for (const name of [fromUrls, 'own-b']) {
+      await request(origin)
+        .post(`/admin/api/destinations/${encodeURIComponent(name)}/pause`)
+        .set('Authorization', auth)
+        .set('Origin', origin)
+        .expect(202);
+    }
+  } finally {
+    await own.close();
+    await receiver.close();
+  }
+  // So docs/configuration.md and .env.example, checked against these, tell operators so.
+  expect({
+    FORWARD_URLS: SETTINGS.FORWARD_URLS.readBy,
+    FORWARD_CONFIG: SETTINGS.FORWARD_CONFIG.readBy,
+  }).toEqual({
+    FORWARD_URLS: expect.arrayContaining(['web']),
+    FORWARD_CONFIG: expect.arrayContaining(['web']),
+  });
 });
 
 it('read-only (the default): every change refused with 403, reads allowed', async () => {

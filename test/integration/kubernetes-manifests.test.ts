@@ -215,6 +215,26 @@ describe('the S3 overlay (deploy/overlays/s3)', () => {
       secretRef: { name: 'audio-webhooks-s3', optional: true },
     });
   });
+
+  it('the receivers read the archive too (the inspector): the same S3 settings and credentials, no volume', () => {
+    const overlayReceiver = overlay.find(
+      (m) => m.kind === 'Deployment' && m.metadata.name === 'audio-webhooks-receiver',
+    );
+    if (overlayReceiver === undefined || overlayWorker === undefined)
+      throw new Error('no receiver or worker in the overlay');
+    const config = overlay.find((m) => m.kind === 'ConfigMap');
+    expect(config?.data).toMatchObject({ AUDIO_STORE: 's3', S3_BUCKET: expect.any(String) });
+    // The ConfigMap (the S3 settings), then the Secrets, the S3 one last: as the workers have them.
+    expect(container(overlayReceiver).envFrom).toEqual([
+      { configMapRef: { name: config?.metadata.name } },
+      { secretRef: { name: 'audio-webhooks-secrets' } },
+      { secretRef: { name: 'audio-webhooks-s3', optional: true } },
+    ]);
+    expect(container(overlayReceiver).envFrom).toEqual(container(overlayWorker).envFrom);
+    // Nothing to write to: a read-only root filesystem and scratch space only.
+    expect(container(overlayReceiver).securityContext?.readOnlyRootFilesystem).toBe(true);
+    expect(container(overlayReceiver).volumeMounts?.map((m) => m.mountPath)).toEqual(['/tmp']);
+  });
 });
 
 describe('the monitoring overlay (deploy/overlays/monitoring)', () => {
