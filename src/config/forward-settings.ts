@@ -28,7 +28,8 @@ export const FORWARD_SETTINGS = {
         'must be whsec_ followed by a base64 key (openssl rand -base64 32)',
       )
       .optional(),
-    readBy: ['worker'],
+    // The web side too: start-up refuses an HTTP destination without it on every role.
+    readBy: ['web', 'worker'],
     doc: '`whsec_<base64 key>`: signs HTTP forwards as Standard Webhooks; required with an HTTP destination',
   },
   FORWARD_ATTEMPTS: {

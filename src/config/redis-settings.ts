@@ -66,7 +66,8 @@ export const REDIS_SETTINGS = {
     // Its lower bound depends on SIGNATURE_TOLERANCE_SECONDS too: config.ts checks the pair.
     schema: int(1),
     default: '259200',
-    readBy: ['web'],
+    // The workers too: a delivery's timeline lives as long when the archive is off.
+    readBy: ['web', 'worker'],
     doc: "how long an `event` + `data.id` pair is remembered (3 days); must exceed the sender's retry window (30,930 s) plus SIGNATURE_TOLERANCE_SECONDS",
   },
   REDIS_MEMORY_RESERVE_PERCENT: {

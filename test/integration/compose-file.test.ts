@@ -101,6 +101,13 @@ it('5. memory limits on every container; the service containers read-only, /tmp 
   }
 });
 
+it('the receiver mounts the audio volume read-only: its inspector reads the archive there', () => {
+  const { output } = dryRun({ WEBHOOK_SECRETS: SECRET });
+  const created = containers(output);
+  expect(` ${created.get('receiver') ?? ''} `).toMatch(/ -v \S+:\/app\/data\/audio:ro /);
+  expect(` ${created.get('worker') ?? ''} `).toMatch(/ -v \S+:\/app\/data\/audio /);
+});
+
 it("5. Redis as compose runs it: a maxmemory (docs/capacity.md's sizing) under the container's limit, noeviction, append-only", async () => {
   const { output } = dryRun({ WEBHOOK_SECRETS: SECRET });
   const line = containers(output).get('redis') ?? '';
