@@ -10,6 +10,8 @@
 /* global process, setTimeout, module, require -- a CommonJS file Jest loads in Node */
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- CommonJS, as Jest loads environments
 const { TestEnvironment } = require('jest-environment-node');
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- CommonJS, as above
+const { promisify } = require('node:util');
 
 const GRACE_MS = 1_000;
 
@@ -37,15 +39,36 @@ class LeakReportingEnvironment extends TestEnvironment {
     super(config, context);
     this.testPath = context.testPath;
     this.timers = new Set();
-    for (const name of ['setTimeout', 'setInterval']) {
-      const original = this.global[name];
-      const timers = this.timers;
-      this.global[name] = function (...args) {
-        const timer = original.apply(this, args);
+    // Followed until they fire (a timeout) or are cleared, so the set holds only live timers
+    // and no code of the file is kept alive by it.
+    const timers = this.timers;
+    const { setTimeout: timeout, setInterval: interval, clearTimeout, clearInterval } = this.global;
+    const follow = (start, once) => {
+      const followed = function (callback, ...args) {
+        if (typeof callback !== 'function') return start.call(this, callback, ...args);
+        let timer;
+        const run = function (...given) {
+          if (once) timers.delete(timer);
+          return callback.apply(this, given);
+        };
+        Object.defineProperty(run, 'name', { value: callback.name });
+        timer = start.call(this, run, ...args);
         if (typeof timer === 'object' && timer !== null) timers.add(timer);
         return timer;
       };
-    }
+      // util.promisify(setTimeout) keeps working as Node's own.
+      followed[promisify.custom] = start[promisify.custom];
+      return followed;
+    };
+    const forget = (clear) =>
+      function (timer) {
+        timers.delete(timer);
+        return clear.call(this, timer);
+      };
+    this.global.setTimeout = follow(timeout, true);
+    this.global.setInterval = follow(interval, false);
+    this.global.clearTimeout = forget(clearTimeout);
+    this.global.clearInterval = forget(clearInterval);
   }
 
   async setup() {
