@@ -190,6 +190,10 @@ it('--since 10m --event audio.ready --dry-run --json lists exactly the archived 
   expect(revoked.status).toBe(202);
   await hooksCalled(app, 3);
   await eventually(() => Promise.resolve(archived(app).length === 3 ? true : undefined));
+  // Every job completed, not only its hook run and its archive entry written: a job still
+  // finishing (its timeline's last step, BullMQ's completion) changes its keys after `before`.
+  const completed = `${app.cliEnv.QUEUE_PREFIX}:deliveries:completed`;
+  await eventually(async () => ((await redis.zcard(completed)) === 3 ? true : undefined));
   const entries = archived(app);
   const keys = async () => (await redis.keys(`${app.cliEnv.QUEUE_PREFIX}:*`)).sort().join('\n');
   const before = { files: tree(app.audioDir), keys: await keys() };
