@@ -57,9 +57,11 @@ export async function startCephCluster({
   // The OSD is created and placed in the CRUSH map here, not by itself at start: its own
   // commands can leave before it knows the cluster's fsid, which the monitor refuses ("wrong
   // fsid") about one start in four, and the OSD then never comes up.
+  // Both are asked again while the monitor is too busy to answer in time (a loaded machine):
+  // the same uuid names the same OSD, and adding it to the CRUSH map again changes nothing.
   const osdUuid = randomUUID();
-  await ceph('osd', 'create', osdUuid);
-  await ceph('osd', 'crush', 'add', 'osd.0', '1.0', 'root=default');
+  await untilAnswered(ceph, 'osd', 'create', osdUuid);
+  await untilAnswered(ceph, 'osd', 'crush', 'add', 'osd.0', '1.0', 'root=default');
   await run('ceph-osd', ['-i', '0', '--mkfs', '--osd-uuid', osdUuid, '-c', conf]);
   daemons.start('ceph-osd', ['-i', '0'], 'osd');
   // `ceph` fails while the monitor is still starting: that is "not yet".
@@ -67,4 +69,24 @@ export async function startCephCluster({
     const stat = await ceph('osd', 'stat').catch(() => undefined);
     return stat?.stdout.includes('1 up') === true ? true : undefined;
   }, STARTING);
+}
+
+/** Runs an idempotent `ceph` command until it succeeds; after STARTING, fails with its last error. */
+async function untilAnswered(
+  ceph: (...args: string[]) => Promise<unknown>,
+  ...args: string[]
+): Promise<void> {
+  let last: unknown;
+  await eventually(async () => {
+    try {
+      await ceph(...args);
+      return true;
+    } catch (error: unknown) {
+      last = error;
+      return undefined;
+    }
+  }, STARTING).catch((error: unknown) => {
+    const reason = last instanceof Error ? last.message : String(last ?? error);
+    throw new Error(`ceph ${args.join(' ')}: ${reason}`, { cause: error });
+  });
 }
