@@ -23,6 +23,7 @@ const QUICK_INTEGRATION = [
   'guarded-agent',
   'local-audio-store',
   'log-format',
+  'record-steps',
   'records-and-cli',
   'redis-footprint',
   'redis-full',

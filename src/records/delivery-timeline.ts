@@ -116,12 +116,23 @@ export const recordedId = (id: string) =>
 const cut = (detail: string) =>
   detail.length <= DETAIL_CHARS ? detail : `${detail.slice(0, DETAIL_CHARS - 1)}…`;
 
+/** A step's detail as stored: what was stored is kept whole (its name and digest are compared). */
+const storedDetail = (code: string, detail: string) => (code === 'S' ? detail : cut(detail));
+
 /** The delivery a step is about. */
 export interface StepSubject {
   readonly event: string;
   readonly id: string;
   /** When it was received (ms since the epoch): used only when its record is gone. */
   readonly receivedAt: number;
+}
+
+/** A step noted earlier and written with a later one (worker/record-steps.ts): when, what. */
+export interface EarlierStep {
+  /** When it happened, ms since the epoch. */
+  readonly at: number;
+  readonly code: StepCode;
+  readonly detail: string;
 }
 
 /** A step of a delivery's, and what it changes of its record. */
@@ -146,6 +157,8 @@ export interface Step {
     /** Its deduplication id is spent (a provider's delivery's, not a replay's): dropped. */
     readonly spentDedupeId: boolean;
   };
+  /** Steps that happened before this one, appended first, oldest first, in the same call. */
+  readonly earlier?: readonly EarlierStep[];
 }
 
 export interface DeliveryTimeline {
@@ -222,8 +235,7 @@ export function deliveryTimeline(
         step.jobData?.key ?? '',
         Date.now(),
         step.code ?? '',
-        // What was stored is kept whole: its name and digest are what an operator compares.
-        step.code === 'S' ? (step.detail ?? '') : cut(step.detail ?? ''),
+        storedDetail(step.code ?? '', step.detail ?? ''),
         step.failedIndex ?? '',
         ttlMs,
         keys.member,
@@ -236,6 +248,7 @@ export function deliveryTimeline(
         destination === undefined ? '' : `${destination.code}${destination.attempts}`,
         step.jobData?.data ?? '',
         step.jobData?.spentDedupeId === true ? '1' : '',
+        ...(step.earlier ?? []).flatMap((e) => [e.at, e.code, storedDetail(e.code, e.detail)]),
       );
     },
     received(transaction, mark, jobId, subject, detail) {

@@ -71,7 +71,8 @@ return 2`;
  * ARGV: now, step code ('' none), detail, failed index ('+' add, '-' remove, '' leave), ttl,
  * member, then what a missing record is started with (event, id, received), state ('' leave),
  * attempts ('' leave, else the number), destination ('' none) and its "<code><attempts>", the
- * job's new data ('' leave), '1' to drop the job's spent deduplication id.
+ * job's new data ('' leave), '1' to drop the job's spent deduplication id, then any steps noted
+ * earlier and written with this one: at (ms), code, detail, … oldest first, appended before it.
  */
 export const STEP = `${APPEND}
 local now = tonumber(ARGV[1])
@@ -92,6 +93,7 @@ if ARGV[12] ~= '' then
   rec[7] = f
   detail = tostring(at - 1) .. ' ' .. detail
 end
+for i = 16, #ARGV - 2, 3 do append(rec, tonumber(ARGV[i]), ARGV[i + 1], ARGV[i + 2]) end
 if ARGV[2] ~= '' then append(rec, now, ARGV[2], detail) end
 redis.call('SET', KEYS[1], encoded(rec), 'PX', ARGV[5])
 if ARGV[4] == '+' then redis.call('ZADD', KEYS[3], rec[3], ARGV[6])

@@ -48,7 +48,7 @@ export function createDeliverySteps(
   const timeline = deliveryTimeline(redis, config.queuePrefix, timelineTtlMs(config));
   const forwarding = startForwarding(config, logger, redis, { ...shared, timeline });
   return {
-    recorder: recordSteps(timeline, logger),
+    recorder: recordSteps(timeline, logger, { forwards: forwarding !== undefined }),
     archive: archiver === undefined ? undefined : (job) => archiver.record(job),
     handle: (job) => dispatch(job, context),
     forward:

@@ -4,11 +4,24 @@ import type { Logger } from 'pino';
 import type { Delivery } from '../provider-spec/delivery.js';
 import { jobItemId, type DeliveryJobData } from '../queue/delivery-job-data.js';
 import { handledData, payloadTooBigToKeep } from '../queue/job-retention.js';
-import type { DeliveryTimeline, Step, StepSubject } from '../records/delivery-timeline.js';
+import type {
+  DeliveryTimeline,
+  EarlierStep,
+  Step,
+  StepSubject,
+} from '../records/delivery-timeline.js';
 import type { AudioMetadata } from '../storage/audio-store.js';
 
 /** Which process ran an attempt: what an operator looks for in that host's logs. */
 const RUNNER = `${hostname().slice(0, 24)}:${process.pid}`;
+
+/**
+ * How long an attempt runs before its `attempt` step is written on its own, putting the delivery
+ * in state `active` on the inspector. One that ends sooner sends that step, and `stored` when
+ * nothing is forwarded, with the step that ends it: one Redis call per handled delivery instead
+ * of three (docs/operations.md, "Read its path").
+ */
+export const ATTEMPT_NOTED_AFTER_MS = 1_000;
 
 /**
  * The worker's steps of a delivery's timeline (records/delivery-timeline.ts). A step is written
@@ -16,6 +29,8 @@ const RUNNER = `${hostname().slice(0, 24)}:${process.pid}`;
  * costs the inspector a line, logged, not the delivery its handling. The one step waited for is
  * `handled`, because it also puts the handled job's record in place of its payload: the write
  * the job made anyway (queue/job-retention.ts) carries the step, so it costs no round trip.
+ * Steps noted while an attempt runs wait for the next step written (each keeps its own time):
+ * `attempt` at most `attemptNotedAfterMs`, `stored` when no destination's step follows it.
  */
 export interface StepRecorder {
   /** A run begins; notes first an attempt whose worker stopped before it ended. */
@@ -24,11 +39,32 @@ export interface StepRecorder {
   stored(job: Job<DeliveryJobData>, delivery: Delivery, stored: AudioMetadata | undefined): void;
   /** The job's work is done: `handled`, and the job's record in place of its payload. */
   handled(job: Job<DeliveryJobData>, delivery: Delivery): Promise<void>;
+  /** The run ended (returned or threw): what it noted and has not written yet is written now. */
+  ended(job: Job<DeliveryJobData>): void;
   /** A run failed (`final`: for good, BullMQ will not run it again). */
   failed(job: Job<DeliveryJobData>, reason: string, final: boolean): void;
 }
 
-export function recordSteps(timeline: DeliveryTimeline, logger: Logger): StepRecorder {
+export interface RecorderOptions {
+  /** Destinations follow `stored` with steps of their own: it is written at once. */
+  readonly forwards: boolean;
+  /** @defaultValue ATTEMPT_NOTED_AFTER_MS */
+  readonly attemptNotedAfterMs?: number;
+}
+
+/** A run's steps noted and not yet written, and what they change of the record. */
+interface Unwritten {
+  readonly subject: StepSubject;
+  readonly steps: EarlierStep[];
+  readonly attempts: number;
+  readonly timer: NodeJS.Timeout;
+}
+
+export function recordSteps(
+  timeline: DeliveryTimeline,
+  logger: Logger,
+  options: RecorderOptions,
+): StepRecorder {
   const unwritten = (error: unknown) => {
     logger.debug({ err: error }, 'a delivery timeline step was not recorded');
   };
@@ -40,50 +76,80 @@ export function recordSteps(timeline: DeliveryTimeline, logger: Logger): StepRec
     id: delivery.data.id,
     receivedAt: Date.parse(job.data.receivedAt),
   });
+  // Per run: the Job object runDelivery holds from `started` to `ended`.
+  const runs = new Map<Job<DeliveryJobData>, Unwritten>();
+  /** The run's unwritten steps, to go with `step`; the run keeps none after. */
+  const withEarlier = (job: Job<DeliveryJobData>, step: Step): Step => {
+    const run = runs.get(job);
+    if (run === undefined) return step;
+    clearTimeout(run.timer);
+    runs.delete(job);
+    return { state: 'a', attempts: run.attempts, ...step, earlier: run.steps };
+  };
+  /** Writes what the run noted, each step at its own time; the record's state `active`. */
+  const flush = (job: Job<DeliveryJobData>) => {
+    const run = runs.get(job);
+    if (run !== undefined) note(run.subject, withEarlier(job, {}));
+  };
   return {
     started(job, delivery) {
       const subject = subjectOf(job, delivery);
       // BullMQ counts a run as started when it takes the job, and as made when it fails: a run
       // started and neither made nor completed was cut off (its worker killed, its lock lost).
       const cutOff = job.attemptsStarted - 1 - job.attemptsMade;
+      const attempt: EarlierStep = {
+        at: Date.now(),
+        code: 'A',
+        detail: `${job.attemptsStarted} ${RUNNER}`,
+      };
+      runs.set(job, {
+        subject,
+        steps: [attempt],
+        attempts: job.attemptsStarted,
+        timer: setTimeout(() => {
+          flush(job);
+        }, options.attemptNotedAfterMs ?? ATTEMPT_NOTED_AFTER_MS).unref(),
+      });
+      // Taken over from a worker that stopped: shown at once, with its own attempt.
       if (cutOff > 0) {
         note(subject, {
           code: 'X',
           detail: `attempt ${job.attemptsStarted - 1} never ended: the worker running it stopped (its lock expired; the job was taken over)`,
         });
+        flush(job);
       }
-      note(subject, {
-        code: 'A',
-        detail: `${job.attemptsStarted} ${RUNNER}`,
-        state: 'a',
-        attempts: job.attemptsStarted,
-      });
     },
     stored(job, delivery, stored) {
       if (stored === undefined) return;
       const { file, bytes, sha256, content_type } = stored;
       const detail = JSON.stringify({ key: file, bytes, sha256, content_type });
-      note(subjectOf(job, delivery), { code: 'S', detail });
+      const run = runs.get(job);
+      if (run !== undefined && !options.forwards)
+        run.steps.push({ at: Date.now(), code: 'S', detail });
+      else note(subjectOf(job, delivery), withEarlier(job, { code: 'S', detail }));
     },
     async handled(job, delivery) {
       const subject = subjectOf(job, delivery);
       const big = payloadTooBigToKeep(job.data.body);
       const record = handledData(job.data, delivery);
       try {
-        await timeline.record(subject, {
-          code: 'H',
-          state: 'h',
-          failedIndex: '-',
-          ...(job.data.body === undefined
-            ? {}
-            : {
-                jobData: {
-                  key: `${job.queueQualifiedName}:${job.id}`,
-                  data: JSON.stringify(record),
-                  spentDedupeId: job.data.replay === undefined,
-                },
-              }),
-        });
+        await timeline.record(
+          subject,
+          withEarlier(job, {
+            code: 'H',
+            state: 'h',
+            failedIndex: '-',
+            ...(job.data.body === undefined
+              ? {}
+              : {
+                  jobData: {
+                    key: `${job.queueQualifiedName}:${job.id}`,
+                    data: JSON.stringify(record),
+                    spentDedupeId: job.data.replay === undefined,
+                  },
+                }),
+          }),
+        );
         if (job.data.body !== undefined) job.data = record;
       } catch (error: unknown) {
         unwritten(error);
@@ -91,6 +157,9 @@ export function recordSteps(timeline: DeliveryTimeline, logger: Logger): StepRec
         // fails the run (retried) if Redis refuses it too.
         if (big) await job.updateData(record);
       }
+    },
+    ended(job) {
+      flush(job);
     },
     failed(job, reason, final) {
       const id = jobItemId(job.data);

@@ -1,4 +1,5 @@
 import type { Job, Worker } from 'bullmq';
+import type { Delivery } from '../provider-spec/delivery.js';
 import type { BatchedLine } from '../archive/archive.js';
 import type { ForwardMessage } from '../forwarding/forward-message.js';
 import { forwardMessage } from '../forwarding/forward-message.js';
@@ -57,6 +58,19 @@ export async function runDelivery(
     replay: job.data.replay !== undefined,
   };
   steps.recorder?.started(job, delivery);
+  try {
+    return await runSteps(job, delivery, taken, steps);
+  } finally {
+    steps.recorder?.ended(job);
+  }
+}
+
+async function runSteps(
+  job: Job<DeliveryJobData>,
+  delivery: Delivery,
+  taken: DeliveryJob,
+  steps: DeliverySteps,
+): Promise<unknown> {
   // Archived while it is handled, not before: the archive never delays a delivery. The job ends
   // only once its archive write has ended; one that failed fails the job after its handling and
   // forwarding, and the retry finds both done: the audio stored, and `forwarded` set, so that a
