@@ -124,8 +124,10 @@ it('an attempt that ends within the delay: its attempt, stored and handled steps
 });
 
 it('an attempt still running after the delay is shown active, its step at the time it began', async () => {
+  // Long enough that the attempt's own time cannot be mistaken for the time it was written.
+  const DELAY_MS = 200;
   const { timeline, written } = watchedTimeline();
-  const recorder = recorderFor(timeline, { attemptNotedAfterMs: 30 });
+  const recorder = recorderFor(timeline, { attemptNotedAfterMs: DELAY_MS });
   const { job, id } = await takenJob();
   const delivery = deliveryOf(job.data);
   if (delivery === undefined) throw new Error('the job carries no delivery');
@@ -138,7 +140,7 @@ it('an attempt still running after the delay is shown active, its step at the ti
   expect(running?.summary.attempts).toBe(1);
   expect(running?.timeline.map((s) => s.step)).toEqual(['attempt']);
   // Noted when the attempt began, not when the delay let it be written.
-  expect(Date.parse(running?.timeline[0]?.at ?? '') - began).toBeLessThan(30);
+  expect(Date.parse(running?.timeline[0]?.at ?? '') - began).toBeLessThan(DELAY_MS);
 
   recorder.stored(job, delivery, STORED);
   await recorder.handled(job, delivery);
