@@ -52,11 +52,10 @@ export interface RecorderOptions {
   readonly attemptNotedAfterMs?: number;
 }
 
-/** A run's steps noted and not yet written, and what they change of the record. */
-interface Unwritten {
+/** A run's steps noted and not yet written, the delivery they are about, and their timer. */
+interface Noted {
   readonly subject: StepSubject;
   readonly steps: EarlierStep[];
-  readonly attempts: number;
   readonly timer: NodeJS.Timeout;
 }
 
@@ -77,14 +76,14 @@ export function recordSteps(
     receivedAt: Date.parse(job.data.receivedAt),
   });
   // Per run: the Job object runDelivery holds from `started` to `ended`.
-  const runs = new Map<Job<DeliveryJobData>, Unwritten>();
+  const runs = new Map<Job<DeliveryJobData>, Noted>();
   /** The run's unwritten steps, to go with `step`; the run keeps none after. */
   const withEarlier = (job: Job<DeliveryJobData>, step: Step): Step => {
     const run = runs.get(job);
     if (run === undefined) return step;
     clearTimeout(run.timer);
     runs.delete(job);
-    return { state: 'a', attempts: run.attempts, ...step, earlier: run.steps };
+    return { state: 'a', attempts: job.attemptsStarted, ...step, earlier: run.steps };
   };
   /** Writes what the run noted, each step at its own time; the record's state `active`. */
   const flush = (job: Job<DeliveryJobData>) => {
@@ -97,27 +96,25 @@ export function recordSteps(
       // BullMQ counts a run as started when it takes the job, and as made when it fails: a run
       // started and neither made nor completed was cut off (its worker killed, its lock lost).
       const cutOff = job.attemptsStarted - 1 - job.attemptsMade;
-      const attempt: EarlierStep = {
-        at: Date.now(),
-        code: 'A',
-        detail: `${job.attemptsStarted} ${RUNNER}`,
-      };
+      const at = Date.now();
+      const steps: EarlierStep[] = [];
+      if (cutOff > 0) {
+        steps.push({
+          at,
+          code: 'X',
+          detail: `attempt ${job.attemptsStarted - 1} never ended: the worker running it stopped (its lock expired; the job was taken over)`,
+        });
+      }
+      steps.push({ at, code: 'A', detail: `${job.attemptsStarted} ${RUNNER}` });
       runs.set(job, {
         subject,
-        steps: [attempt],
-        attempts: job.attemptsStarted,
+        steps,
         timer: setTimeout(() => {
           flush(job);
         }, options.attemptNotedAfterMs ?? ATTEMPT_NOTED_AFTER_MS).unref(),
       });
-      // Taken over from a worker that stopped: shown at once, with its own attempt.
-      if (cutOff > 0) {
-        note(subject, {
-          code: 'X',
-          detail: `attempt ${job.attemptsStarted - 1} never ended: the worker running it stopped (its lock expired; the job was taken over)`,
-        });
-        flush(job);
-      }
+      // Taken over from a worker that stopped: shown at once.
+      if (cutOff > 0) flush(job);
     },
     stored(job, delivery, stored) {
       if (stored === undefined) return;

@@ -182,3 +182,22 @@ it('with destinations, stored is written at once (before their steps), the attem
   recorder.ended(job);
   expect(await stepsOf(id)).toEqual(['attempt', 'stored', 'handled']);
 });
+
+it('a run taken over from a worker that stopped: its cut-off attempt and its own are written at once, in one call', async () => {
+  const { timeline, writes } = watchedTimeline();
+  const recorder = recorderFor(timeline);
+  const { job, id } = await takenJob();
+  job.attemptsStarted = 2;
+  const delivery = deliveryOf(job.data);
+  if (delivery === undefined) throw new Error('the job carries no delivery');
+  const before = await scripts();
+  recorder.started(job, delivery);
+  await Promise.all(writes);
+  expect((await scripts()) - before).toBe(1);
+  const record = await readRecord(redis, PREFIX, 'audio.ready', id);
+  expect(record?.summary.state).toBe('active');
+  expect(record?.summary.attempts).toBe(2);
+  expect(record?.timeline.map((s) => s.step)).toEqual(['attempt_failed', 'attempt']);
+  expect(record?.timeline[0]?.detail).toMatch(/attempt 1 never ended/);
+  recorder.ended(job);
+});
