@@ -24,29 +24,28 @@ export function withDeadline<T>(
   what: string,
 ): Promise<T> {
   work.catch(() => undefined);
-  // A time: a plain timer, which keeps the process alive until it fires or is cleared (as
-  // timeoutSignal's does). An AbortController and its listener for it cost 4 % of a receiver's
-  // CPU, where every delivery's store is bounded (docs/performance-history.md).
-  if (typeof deadline === 'number') {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(new DeadlineError(what, deadline));
-      }, deadline);
-      work.then(resolve, reject).finally(() => {
-        clearTimeout(timer);
-      });
-    });
-  }
-  const signal = deadline;
-  if (signal.aborted) return Promise.reject(new DeadlineError(what, undefined));
+  const ms = typeof deadline === 'number' ? deadline : undefined;
   return new Promise<T>((resolve, reject) => {
     const expire = () => {
-      reject(new DeadlineError(what, undefined));
+      reject(new DeadlineError(what, ms));
     };
-    signal.addEventListener('abort', expire, { once: true });
-    work.then(resolve, reject).finally(() => {
-      signal.removeEventListener('abort', expire);
-    });
+    // A time: a plain timer, which keeps the process alive until it fires or is cleared (as
+    // timeoutSignal's does). An AbortController and its listener for it cost 4 % of a receiver's
+    // CPU, where every delivery's store is bounded (docs/performance-history.md).
+    let disarm: () => void;
+    if (typeof deadline === 'number') {
+      const timer = setTimeout(expire, deadline);
+      disarm = () => {
+        clearTimeout(timer);
+      };
+    } else {
+      if (deadline.aborted) expire();
+      deadline.addEventListener('abort', expire, { once: true });
+      disarm = () => {
+        deadline.removeEventListener('abort', expire);
+      };
+    }
+    work.then(resolve, reject).finally(disarm);
   });
 }
 
