@@ -3,6 +3,7 @@ import { createDeliveryQueue } from '../src/queue/delivery-queue.js';
 import {
   defineTimelineCommands,
   deliveryTimeline,
+  pairDigest,
   timelineKeys,
   type StoredRecord,
 } from '../src/records/delivery-timeline.js';
@@ -47,8 +48,15 @@ async function models(redis: Redis, now: number): Promise<[StoredRecord, StoredR
     const subject = { event: 'audio.ready', id, receivedAt: now };
     const keys = timelineKeys(PREFIX, 'audio.ready', id);
     const multi = redis.multi();
-    multi.set(`${PREFIX}:seen:model-${id}`, 'job-1');
-    timeline.received(multi, `${PREFIX}:seen:model-${id}`, 'job-1', subject, '1 512');
+    const mark = `${PREFIX}:seen:model-${id}`;
+    multi.set(mark, 'job-1');
+    timeline.received(
+      multi,
+      { mark, digest: pairDigest('audio.ready', id) },
+      'job-1',
+      subject,
+      '1 512',
+    );
     await multi.exec();
     await timeline.record(subject, {
       code: 'A',

@@ -196,7 +196,7 @@ async function enqueueDelivery(
       // After the mark, which it reads: a new delivery's record starts, a re-send is counted.
       received?.timeline.received(
         transaction,
-        keys.mark,
+        keys,
         jobId,
         { event, id: data.id },
         received.detail,

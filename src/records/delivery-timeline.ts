@@ -102,7 +102,12 @@ export const indexKeys = (prefix: string) => ({
 });
 
 export function timelineKeys(prefix: string, event: string, id: string): TimelineKeys {
-  const member = pairDigest(event, id).slice(0, MEMBER_CHARS);
+  return timelineKeysOf(prefix, pairDigest(event, id));
+}
+
+/** The same keys from the pair's digest, where it is at hand (the receiver's dedupe mark's). */
+export function timelineKeysOf(prefix: string, digest: string): TimelineKeys {
+  const member = digest.slice(0, MEMBER_CHARS);
   return { record: recordKeyOf(prefix, member), ...indexKeys(prefix), member };
 }
 
@@ -171,7 +176,8 @@ export interface DeliveryTimeline {
   received(
     /** A MULTI, made from a connection the scripts were defined on (defineTimelineCommands). */
     transaction: object,
-    mark: string,
+    /** The pair's dedupe mark and digest (markKeyOf, pairDigest), computed once per delivery. */
+    pair: { readonly mark: string; readonly digest: string },
     jobId: string,
     subject: Omit<StepSubject, 'receivedAt'>,
     detail: string,
@@ -251,10 +257,10 @@ export function deliveryTimeline(
         ...(step.earlier ?? []).flatMap((e) => [e.at, e.code, storedDetail(e.code, e.detail)]),
       );
     },
-    received(transaction, mark, jobId, subject, detail) {
-      const keys = timelineKeys(prefix, subject.event, subject.id);
+    received(transaction, pair, jobId, subject, detail) {
+      const keys = timelineKeysOf(prefix, pair.digest);
       void commandOf(transaction, RECEIVED_COMMAND)(
-        mark,
+        pair.mark,
         keys.record,
         keys.all,
         keys.failed,
