@@ -50,10 +50,7 @@ export async function startCephCluster({
   // Until the monitor has formed its quorum of one, commands fail (EPERM "problem getting
   // command descriptions", seen with two clusters starting at once on 2 cores): that is "not
   // yet" too.
-  await eventually(
-    async () => ((await ceph('quorum_status').catch(() => undefined)) ? true : undefined),
-    STARTING,
-  );
+  await untilAnswered(ceph, 'quorum_status');
   // The OSD is created and placed in the CRUSH map here, not by itself at start: its own
   // commands can leave before it knows the cluster's fsid, which the monitor refuses ("wrong
   // fsid") about one start in four, and the OSD then never comes up.
@@ -71,7 +68,7 @@ export async function startCephCluster({
   }, STARTING);
 }
 
-/** Runs an idempotent `ceph` command until it succeeds; after STARTING, fails with its last error. */
+/** Runs a `ceph` command that changes nothing when repeated until it succeeds; after STARTING, fails with its last error. */
 async function untilAnswered(
   ceph: (...args: string[]) => Promise<unknown>,
   ...args: string[]
