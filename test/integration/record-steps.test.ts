@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Queue, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import pino from 'pino';
+import type { Delivery } from '../../src/provider-spec/delivery';
 import { readRecord } from '../../src/inspector/delivery-records';
 import {
   deliveryOf,
@@ -46,8 +47,8 @@ async function scripts(): Promise<number> {
   return calls('evalsha') + calls('eval');
 }
 
-/** A real queued job of a new `audio.ready` delivery, taken for its first run. */
-async function takenJob(): Promise<{ job: Job<DeliveryJobData>; id: string }> {
+/** A real queued job of a new `audio.ready` delivery, taken for its first run, and its delivery. */
+async function takenJob(): Promise<{ job: Job<DeliveryJobData>; id: string; delivery: Delivery }> {
   const id = `steps-${randomUUID()}`;
   const body = JSON.stringify({
     event: 'audio.ready',
@@ -56,7 +57,9 @@ async function takenJob(): Promise<{ job: Job<DeliveryJobData>; id: string }> {
   });
   const job = await queue.add('audio.ready', deliveryJobData(body, new Date()));
   job.attemptsStarted = 1;
-  return { job, id };
+  const delivery = deliveryOf(job.data);
+  if (delivery === undefined) throw new Error('the job carries no delivery');
+  return { job, id, delivery };
 }
 
 /** The timeline, and a promise of each step write as it settles. */
@@ -102,9 +105,7 @@ const stepsOf = async (id: string) =>
 it('an attempt that ends within the delay: its attempt, stored and handled steps go in one call, each at its own time', async () => {
   const { timeline } = watchedTimeline();
   const recorder = recorderFor(timeline);
-  const { job, id } = await takenJob();
-  const delivery = deliveryOf(job.data);
-  if (delivery === undefined) throw new Error('the job carries no delivery');
+  const { job, id, delivery } = await takenJob();
   const before = await scripts();
   const started = Date.now();
   recorder.started(job, delivery);
@@ -128,9 +129,7 @@ it('an attempt still running after the delay is shown active, its step at the ti
   const DELAY_MS = 200;
   const { timeline, written } = watchedTimeline();
   const recorder = recorderFor(timeline, { attemptNotedAfterMs: DELAY_MS });
-  const { job, id } = await takenJob();
-  const delivery = deliveryOf(job.data);
-  if (delivery === undefined) throw new Error('the job carries no delivery');
+  const { job, id, delivery } = await takenJob();
   const flushed = written();
   const began = Date.now();
   recorder.started(job, delivery);
@@ -151,9 +150,7 @@ it('an attempt still running after the delay is shown active, its step at the ti
 it('a run that throws: what it noted is written when it ends, before the failure', async () => {
   const { timeline, writes } = watchedTimeline();
   const recorder = recorderFor(timeline);
-  const { job, id } = await takenJob();
-  const delivery = deliveryOf(job.data);
-  if (delivery === undefined) throw new Error('the job carries no delivery');
+  const { job, id, delivery } = await takenJob();
   recorder.started(job, delivery);
   recorder.ended(job);
   recorder.failed(job, 'the CDN answered 503', false);
@@ -167,9 +164,7 @@ it('a run that throws: what it noted is written when it ends, before the failure
 it('with destinations, stored is written at once (before their steps), the attempt with it', async () => {
   const { timeline, writes } = watchedTimeline();
   const recorder = recorderFor(timeline, { forwards: true });
-  const { job, id } = await takenJob();
-  const delivery = deliveryOf(job.data);
-  if (delivery === undefined) throw new Error('the job carries no delivery');
+  const { job, id, delivery } = await takenJob();
   const before = await scripts();
   recorder.started(job, delivery);
   recorder.stored(job, delivery, STORED);
@@ -186,10 +181,8 @@ it('with destinations, stored is written at once (before their steps), the attem
 it('a run taken over from a worker that stopped: its cut-off attempt and its own are written at once, in one call', async () => {
   const { timeline, writes } = watchedTimeline();
   const recorder = recorderFor(timeline);
-  const { job, id } = await takenJob();
+  const { job, id, delivery } = await takenJob();
   job.attemptsStarted = 2;
-  const delivery = deliveryOf(job.data);
-  if (delivery === undefined) throw new Error('the job carries no delivery');
   const before = await scripts();
   recorder.started(job, delivery);
   await Promise.all(writes);
