@@ -27,14 +27,21 @@ export function signedDelivery(id: string, cdnOrigin?: string) {
   return { body, headers };
 }
 
-/** Forks a baseline (bench/baselines/*.js) and waits for its 'listening' message. */
+/**
+ * Forks a baseline (bench/baselines/*.js) and waits for its 'listening' message; `nice` runs it
+ * at that niceness (through nice(1), so every thread of it has it).
+ */
 export async function forkBaseline(
   name: string,
   env: Record<string, string>,
+  nice?: number,
 ): Promise<ChildProcess> {
   const child = fork(join(__dirname, 'baselines', `${name}.js`), [], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    ...(nice === undefined
+      ? {}
+      : { execPath: 'nice', execArgv: ['-n', String(nice), process.execPath] }),
   });
   await once(child, 'message');
   return child;
@@ -42,11 +49,19 @@ export async function forkBaseline(
 
 /**
  * Runs the real service (`node dist/main.js`) with its log going to /dev/null (not through a pipe
- * into this process, which is also the load generator), and waits until /readyz answers 200.
+ * into this process, which is also the load generator), and waits until /readyz answers 200;
+ * `nice` as forkBaseline's (the processes a cluster's primary forks have it too).
  */
-export async function spawnService(env: Record<string, string>): Promise<ChildProcess> {
+export async function spawnService(
+  env: Record<string, string>,
+  nice?: number,
+): Promise<ChildProcess> {
   const devNull = openSync('/dev/null', 'w');
-  const child = spawn(process.execPath, [MAIN], {
+  const [command, args] =
+    nice === undefined
+      ? [process.execPath, [MAIN]]
+      : ['nice', ['-n', String(nice), process.execPath, MAIN]];
+  const child = spawn(command, args, {
     env: { PATH: process.env.PATH ?? '', WEBHOOK_SECRETS: BENCH_SECRET, HOST: '127.0.0.1', ...env },
     stdio: ['ignore', devNull, 'inherit'],
   });
