@@ -6,6 +6,7 @@ import { startThreeDestinations } from '../harness/forward-destinations.js';
 import { perSecond, runEndToEnd, type EndToEndResult } from './end-to-end.js';
 import { eventually } from '../src/util/eventually.js';
 import { alternated, medianBy, ratio } from './lib.js';
+import { pairedRatio, type PairedRatio } from './section.js';
 
 export interface ForwardingResult {
   readonly deliveries: number;
@@ -17,7 +18,8 @@ export interface ForwardingResult {
     /** Distinct message ids each destination received (HTTP, JetStream, RabbitMQ). */
     readonly received: readonly [number, number, number];
   };
-  readonly ratio: number;
+  /** Items/s with three destinations over items/s with none: the median of the rounds' own. */
+  readonly ratio: PairedRatio;
   /** The same three, each with a FORWARD_CONFIG filter that every message matches. */
   readonly filtered: { readonly itemsPerSecond: number; readonly workerCpuMsPerItem: number };
   /** Items/s with filters over items/s without (the filters' own price). */
@@ -137,7 +139,7 @@ export async function runForwarding(
           (ids) => new Set(ids).size / 6,
         ) as [number, number, number],
       },
-      ratio: ratio(perSecond(three), perSecond(none)),
+      ratio: pairedRatio(rounds.three, rounds.none, perSecond),
       filtered: {
         itemsPerSecond: perSecond(withFilters),
         workerCpuMsPerItem: cpuPerItem(withFilters),
@@ -155,5 +157,5 @@ export async function runForwarding(
 }
 
 export function forwardingLine(f: ForwardingResult): string {
-  return `${f.deliveries} deliveries (${f.items} items, 64 KB, local store) end to end, medians of three alternated rounds: ${f.none.itemsPerSecond} items/s with no destination, ${f.three.itemsPerSecond} items/s with three (HTTP, NATS JetStream, RabbitMQ; timed until every message reached all three: ${f.three.received.join(' / ')} distinct ids received): ratio ${f.ratio}; worker CPU per item ${f.none.workerCpuMsPerItem} ms → ${f.three.workerCpuMsPerItem} ms. With a FORWARD_CONFIG filter on each (every message matches): ${f.filtered.itemsPerSecond} items/s, ${f.filterRatio} × without filters, worker CPU per item ${f.filtered.workerCpuMsPerItem} ms; rounds, items/s: none ${f.rounds.none.join(', ')}; three ${f.rounds.three.join(', ')}; filtered ${f.rounds.filtered.join(', ')}`;
+  return `${f.deliveries} deliveries (${f.items} items, 64 KB, local store) end to end, medians of three alternated rounds: ${f.none.itemsPerSecond} items/s with no destination, ${f.three.itemsPerSecond} items/s with three (HTTP, NATS JetStream, RabbitMQ; timed until every message reached all three: ${f.three.received.join(' / ')} distinct ids received): ratio ${f.ratio.median.toFixed(3)} (the median of the rounds' own: ${f.ratio.rounds.join(', ')}); worker CPU per item ${f.none.workerCpuMsPerItem} ms → ${f.three.workerCpuMsPerItem} ms. With a FORWARD_CONFIG filter on each (every message matches): ${f.filtered.itemsPerSecond} items/s, ${f.filterRatio} × without filters, worker CPU per item ${f.filtered.workerCpuMsPerItem} ms; rounds, items/s: none ${f.rounds.none.join(', ')}; three ${f.rounds.three.join(', ')}; filtered ${f.rounds.filtered.join(', ')}`;
 }

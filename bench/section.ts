@@ -46,3 +46,37 @@ export function medians<T extends object>(
     }),
   ) as Partial<Record<keyof T & string, number>>;
 }
+
+/** Each round's ratio, to three decimals, in the order run, and their median (unrounded). */
+export interface PairedRatio {
+  readonly median: number;
+  readonly rounds: readonly number[];
+}
+
+/**
+ * `value` of each round's run of `ours` over that of the same round's `baseline` (minutes apart):
+ * a machine that slows or speeds up over a section moves both sides of each round's ratio.
+ */
+export function pairedRatio<Run>(
+  ours: readonly Run[],
+  baseline: readonly Run[],
+  value: (run: Run) => number,
+): PairedRatio {
+  const ratios = ours.map((run, i) => {
+    const base = baseline[i];
+    return base === undefined ? NaN : value(run) / value(base);
+  });
+  return {
+    median:
+      medians(
+        ratios.map((r) => ({ r })),
+        ['r'],
+      ).r ?? NaN,
+    rounds: ratios.map((r) => Math.round(r * 1000) / 1000),
+  };
+}
+
+/** A paired ratio as a target prints it: the median of the rounds', then each round's. */
+export function pairedText(r: PairedRatio): string {
+  return `${r.median.toFixed(3)} (rounds ${r.rounds.join(', ')})`;
+}

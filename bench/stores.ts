@@ -15,7 +15,8 @@ import {
   type EndToEndResult,
   type StoredCounts,
 } from './end-to-end.js';
-import { alternated, medianBy, ratio } from './lib.js';
+import { alternated, medianBy } from './lib.js';
+import { pairedRatio, rate, type PairedRatio } from './section.js';
 
 export interface StoresResult {
   readonly workerConcurrency: number;
@@ -41,10 +42,15 @@ export interface StoresResult {
     readonly localNoArchive: number;
     readonly s3NoArchive: number;
   };
-  readonly localToNaive: number;
-  readonly s3ToNaiveS3: number;
-  /** The local store's worker CPU per item as a multiple of the naive worker's. */
-  readonly localCpuToNaive: number;
+  /**
+   * The targets' ratios, each the median of the rounds' own (the service's run against its naive
+   * worker's run of the same round, minutes apart), so a machine that slows or speeds up over
+   * the section moves both sides of each ratio: items/s into the local store and into S3, and
+   * the local store's worker CPU per item, each to its naive worker's.
+   */
+  readonly localToNaive: PairedRatio;
+  readonly s3ToNaiveS3: PairedRatio;
+  readonly localCpuToNaive: PairedRatio;
   /** items/s of each round of the local runs; `naive`, `local` and `localNoArchive` are the medians. */
   readonly localRounds: {
     readonly naive: readonly number[];
@@ -194,9 +200,9 @@ export async function runStores(
       localNoArchive,
       s3NoArchive,
       itemsPerSecond,
-      localToNaive: ratio(itemsPerSecond.local, itemsPerSecond.naive),
-      s3ToNaiveS3: ratio(itemsPerSecond.s3, itemsPerSecond.naiveS3),
-      localCpuToNaive: ratio(local.workerCpuMsPerItem, naive.workerCpuMsPerItem),
+      localToNaive: pairedRatio(rounds.local, rounds.naive, rate),
+      s3ToNaiveS3: pairedRatio(s3Rounds.s3, s3Rounds.naiveS3, rate),
+      localCpuToNaive: pairedRatio(rounds.local, rounds.naive, (run) => run.workerCpuMsPerItem),
       localRounds: {
         naive: rounds.naive.map(perSecond),
         local: rounds.local.map(perSecond),
