@@ -35,11 +35,10 @@ const ROUNDS = [
 ] as const;
 /**
  * The niceness every receiver of these sections runs at. The load generator stands for the
- * provider, whose machines are its own; here it shares 2 cores with what it measures, and the
- * kernel gives each busy thread an equal share: with two receiver processes it got less CPU than
- * with one, and "all cores" measured the generator starved (0.84 and 0.90 × one process, the
- * machine 95 % busy). At nice 5 a receiver yields to the generator and to Redis when the cores
- * are contended; "per core" reads the receiver's own CPU time, which its niceness does not change.
+ * provider, whose machines are its own; here it shares the cores with what it measures, and the
+ * kernel gives each busy thread an equal share, so each receiver process added took CPU from the
+ * generator measuring it. At nice 5 a receiver yields to the generator and to Redis when the
+ * cores are contended; "per core" reads the receiver's own CPU time, which niceness leaves as is.
  */
 const RECEIVER_NICE = 5;
 
