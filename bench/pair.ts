@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { Redis } from 'ioredis';
 import { startCephGateway } from '../src/dev/ceph-gateway.js';
+import { quietSdkNodeNotice } from '../src/storage/s3/s3-client.js';
 import { startLocalCdn, type LocalCdn } from '../harness/local-cdn.js';
 import { startPrivateRedis } from '../harness/private-redis.js';
 import type { EndToEndOptions, EndToEndResult } from './end-to-end.js';
@@ -97,6 +98,7 @@ async function pairS3(
   redis: Redis,
   cdn: LocalCdn,
 ): Promise<string[]> {
+  quietSdkNodeNotice();
   const gateway = await startCephGateway({ memstoreBytes: 16 * 1024 ** 3 });
   const client = gateway.client();
   const s3Env = { ...gateway.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
