@@ -1,5 +1,5 @@
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
@@ -58,7 +58,16 @@ export async function startSandbox(config: SandboxConfig, logger: Logger): Promi
   // must exit, not linger on its Redis connection and half its servers.
   const opened: (() => Promise<unknown>)[] = [];
   // The API's routes come once Redis is there, but its port is taken first, with the CDN's.
-  const server = createServer();
+  // Until then every request is answered 503 at once: a server with no request listener never
+  // answers, and a check polling /healthz while the sandbox starts (the README's wait_for) waited
+  // for ever on the request that arrived in between.
+  let handle: RequestListener = (_req, res) => {
+    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+    res.end(JSON.stringify({ detail: 'the sandbox is starting' }));
+  };
+  const server = createServer((req, res) => {
+    handle(req, res);
+  });
   const closeAll = async () => {
     // The API first: no request meets a closed engine or Redis.
     if (server.listening)
@@ -119,7 +128,7 @@ export async function startSandbox(config: SandboxConfig, logger: Logger): Promi
       rateWindowMs: config.rateWindowMs,
       logger,
     });
-    server.on('request', app);
+    handle = app;
     const key = await readyKey(redis, keys, config.prefix);
     const info: SandboxInfo = {
       api: originOf('http', config.publicHost, (server.address() as AddressInfo).port),

@@ -6,6 +6,7 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { request } from 'undici';
 import { runCli } from '../../src/cli/main';
 import { serve } from '../../src/http-server/serve';
 import { freePort } from '../../harness/private-redis';
@@ -355,37 +356,17 @@ it.each([
     };
     const prefix = `sandbox-test-${randomUUID()}`;
     // LOG_LEVEL left at its default: no log line may come before the refusal.
-    const child = spawn(
-      process.execPath,
-      [
-        join(__dirname, '..', '..', 'bin', 'audio-webhooks.js'),
-        'sandbox',
-        '--port',
-        String(ports.port),
-        '--cdn-port',
-        String(ports.cdnPort),
-        '--dir',
-        mkdtempSync(join(tmpdir(), 'aw-sandbox-')),
-      ],
-      {
-        env: {
-          PATH: process.env.PATH ?? '',
-          REDIS_URL: process.env.REDIS_URL ?? '',
-          SANDBOX_PREFIX: prefix,
-          WEBHOOK_SECRETS: SECRET,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    const exited = once(child, 'exit');
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const sbx = spawnSandbox(ports, {
+      REDIS_URL: process.env.REDIS_URL ?? '',
+      SANDBOX_PREFIX: prefix,
+    });
     try {
-      const [code] = (await exited) as [number | null];
-      expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
-      const lines = stderr.split('\n').filter((line) => line !== '');
+      const [code] = await sbx.exited;
+      expect({ code, stdout: sbx.stdout() }).toEqual({ code: 1, stdout: '' });
+      const lines = sbx
+        .stderr()
+        .split('\n')
+        .filter((line) => line !== '');
       expect(lines).toHaveLength(1);
       for (const name of names) {
         const port = name.startsWith('SANDBOX_PORT') ? ports.port : ports.cdnPort;
@@ -395,15 +376,85 @@ it.each([
       }
       expect(lines[0]).not.toMatch(/EADDRINUSE|Error:|\bat /);
     } finally {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGKILL');
-        await exited;
-      }
+      await sbx.kill();
       await held.close();
       await deleteKeys(redis, `${prefix}:*`);
     }
   },
 );
+
+it('a sandbox waiting for its Redis answers its API at once, 503 "starting", never leaving a request unanswered', async () => {
+  // Nothing listens on this Redis port: the sandbox waits for it (5 s), then exits 1. Its API's
+  // port is taken first; a request in between (the README's wait_for polling /healthz) got no
+  // answer at all until the process ended.
+  const ports = { port: await freePort(), cdnPort: await freePort() };
+  const sbx = spawnSandbox(ports, { REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
+  try {
+    const answer = await eventually(() =>
+      request(`http://127.0.0.1:${ports.port}/healthz`).then(
+        async (res) => ({
+          status: res.statusCode,
+          headers: res.headers,
+          body: await res.body.json(),
+        }),
+        (error: unknown) => {
+          // Not listening yet: asked again. Anything else (the connection closed unanswered)
+          // fails the test.
+          if ((error as NodeJS.ErrnoException).code === 'ECONNREFUSED') return undefined;
+          throw error;
+        },
+      ),
+    );
+    expect(answer).toMatchObject({
+      status: 503,
+      headers: { 'retry-after': '1' },
+      body: { detail: 'the sandbox is starting' },
+    });
+    expect(sbx.exitCode() ?? (await sbx.exited)[0]).toBe(1);
+  } finally {
+    await sbx.kill();
+  }
+});
+
+/** `audio-webhooks sandbox` on `ports`, with `env` beside PATH and WEBHOOK_SECRETS; its output kept. */
+function spawnSandbox(
+  ports: { readonly port: number; readonly cdnPort: number },
+  env: Record<string, string>,
+) {
+  const child = spawn(
+    process.execPath,
+    [
+      join(__dirname, '..', '..', 'bin', 'audio-webhooks.js'),
+      'sandbox',
+      '--port',
+      String(ports.port),
+      '--cdn-port',
+      String(ports.cdnPort),
+      '--dir',
+      mkdtempSync(join(tmpdir(), 'aw-sandbox-')),
+    ],
+    {
+      env: { PATH: process.env.PATH ?? '', WEBHOOK_SECRETS: SECRET, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const exited = once(child, 'exit') as Promise<[number | null]>;
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return {
+    exited,
+    exitCode: () => child.exitCode,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
 
 it('pending deliveries survive a sandbox restart and are delivered after it', async () => {
   const port = await freePort();
