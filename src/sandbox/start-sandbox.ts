@@ -59,8 +59,8 @@ export async function startSandbox(config: SandboxConfig, logger: Logger): Promi
   const opened: (() => Promise<unknown>)[] = [];
   // The API's routes come once Redis is there, but its port is taken first, with the CDN's.
   // Until then every request is answered 503 at once: a server with no request listener never
-  // answers, and a check polling /healthz while the sandbox starts (the README's wait_for) waited
-  // for ever on the request that arrived in between.
+  // answers, so a check polling /healthz while the sandbox starts (the README's wait_for) would
+  // wait for ever on a request that arrives in between.
   let handle: RequestListener = (_req, res) => {
     res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
     res.end(JSON.stringify({ detail: 'the sandbox is starting' }));
@@ -128,7 +128,6 @@ export async function startSandbox(config: SandboxConfig, logger: Logger): Promi
       rateWindowMs: config.rateWindowMs,
       logger,
     });
-    handle = app;
     const key = await readyKey(redis, keys, config.prefix);
     const info: SandboxInfo = {
       api: originOf('http', config.publicHost, (server.address() as AddressInfo).port),
@@ -137,6 +136,8 @@ export async function startSandbox(config: SandboxConfig, logger: Logger): Promi
       key: { id: key.id, token: key.token },
     };
     await writeFile(join(config.dir, 'sandbox.json'), `${JSON.stringify(info, null, 2)}\n`);
+    // Ready only now: a /healthz that answers 200 means sandbox.json holds this start's key.
+    handle = app;
     return { info, close: closeAll };
   } catch (error: unknown) {
     await closeAll();

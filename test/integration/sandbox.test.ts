@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -384,9 +384,9 @@ it.each([
 );
 
 it('a sandbox waiting for its Redis answers its API at once, 503 "starting", never leaving a request unanswered', async () => {
-  // Nothing listens on this Redis port: the sandbox waits for it (5 s), then exits 1. Its API's
-  // port is taken first; a request in between (the README's wait_for polling /healthz) got no
-  // answer at all until the process ended.
+  // Nothing listens on this Redis port: the sandbox waits for it, then exits 1. Its API's port
+  // is taken first; a request in between (the README's wait_for polling /healthz) must still get
+  // an answer, not wait until the process ends.
   const ports = { port: await freePort(), cdnPort: await freePort() };
   const sbx = spawnSandbox(ports, { REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
   try {
@@ -421,6 +421,7 @@ function spawnSandbox(
   ports: { readonly port: number; readonly cdnPort: number },
   env: Record<string, string>,
 ) {
+  const dir = mkdtempSync(join(tmpdir(), 'aw-sandbox-'));
   const child = spawn(
     process.execPath,
     [
@@ -431,7 +432,7 @@ function spawnSandbox(
       '--cdn-port',
       String(ports.cdnPort),
       '--dir',
-      mkdtempSync(join(tmpdir(), 'aw-sandbox-')),
+      dir,
     ],
     {
       env: { PATH: process.env.PATH ?? '', WEBHOOK_SECRETS: SECRET, ...env },
@@ -449,9 +450,11 @@ function spawnSandbox(
     stdout: () => stdout,
     stderr: () => stderr,
     async kill() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGKILL');
-      await exited;
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
