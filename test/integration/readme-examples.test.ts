@@ -155,7 +155,7 @@ async function runInGroup(
   }
 }
 
-/** Whether the steps hang, not how fast they run: they take about 16 s on an idle machine. */
+/** Whether the steps hang, not how fast they run. */
 const SCRIPT_BOUND_MS = 300_000;
 
 it(

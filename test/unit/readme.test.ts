@@ -29,19 +29,21 @@ it.each(['README.md', ...['extending', 'replay', 'storage'].map((page) => `docs/
 
 it('its shell blocks wait only through a bounded wait, which names what it waited for', () => {
   const blocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1] ?? '');
-  // The one loop: wait_for, bounded by the clock (a count of tries took far longer than the
-  // seconds its message named on a loaded machine), and its message names that bound.
+  // The one loop: wait_for, bounded by the clock (a count of tries runs far past its seconds on
+  // a loaded machine), and its message names that bound.
   const waitFor =
     /^wait_for\(\) \{ end=\$\(\(\$\(date \+%s\) \+ (\d+)\)\); while \[ "\$\(date \+%s\)" -lt \$end \]; do .*echo "gave up after (\d+) s: \$\*" >&2; return 1; \}$/m;
   const defined = waitFor.exec(blocks.join(''));
   expect(defined?.[1]).toBeDefined();
   expect(defined?.[2]).toBe(defined?.[1]);
-  // Any other `until` or `while` loop waits for ever on what never comes (a delivery answered
-  // as a duplicate).
   // A try that never returns would hold wait_for past its bound: each request has its own.
   const requests = [...blocks.join('').matchAll(/^wait_for curl .*$/gm)].map(([line]) => line);
   expect(requests.length).toBeGreaterThan(0);
   expect(requests.filter((line) => !/ (?:-m \d+|--max-time \d+) /.test(line))).toEqual([]);
+  // A wait that gives up stops a script run with `set -e` only when nothing follows it with &&.
+  expect(blocks.join('').match(/^wait_for .*&&.*$/gm) ?? []).toEqual([]);
+  // Any other `until` or `while` loop waits for ever on what never comes (a delivery answered
+  // as a duplicate).
   const loops = blocks.map((block) => block.replace(waitFor, ''));
   expect(loops.filter((block) => /\b(?:until|while)\b[^#\n]*;\s*do\b/.test(block))).toEqual([]);
 });
