@@ -128,7 +128,7 @@ function report(sections: readonly Section<unknown>[]): string {
 }
 
 async function main(): Promise<void> {
-  // The AWS SDK's nine-line notice on Node < 22, at the bench's first S3 client and in every
+  // The AWS SDK's several-line notice on Node < 22, at the bench's first S3 client and in every
   // process that inherits this environment, is not a figure.
   quietSdkNodeNotice();
   const alone = Object.keys(ALONE).filter((flag) => process.argv.includes(flag));

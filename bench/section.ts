@@ -47,7 +47,10 @@ export function medians<T extends object>(
   ) as Partial<Record<keyof T & string, number>>;
 }
 
-/** Each round's ratio, to three decimals, in the order run, and their median (unrounded). */
+/**
+ * Each round's ratio, to three decimals, in the order run, and their median, unrounded (the upper
+ * one of an even count, as `medians`).
+ */
 export interface PairedRatio {
   readonly median: number;
   readonly rounds: readonly number[];
@@ -62,16 +65,17 @@ export function pairedRatio<Run>(
   baseline: readonly Run[],
   value: (run: Run) => number,
 ): PairedRatio {
-  const ratios = ours.map((run, i) => {
-    const base = baseline[i];
-    return base === undefined ? NaN : value(run) / value(base);
-  });
+  if (ours.length !== baseline.length)
+    throw new Error(`${ours.length} rounds against ${baseline.length} of the baseline`);
+  const ratios = ours.map((run, i) => value(run) / value(baseline[i] as Run));
   return {
-    median:
-      medians(
-        ratios.map((r) => ({ r })),
-        ['r'],
-      ).r ?? NaN,
+    // A round with no figure leaves no median: a target then fails rather than pass on the rest.
+    median: ratios.some(Number.isNaN)
+      ? NaN
+      : (medians(
+          ratios.map((r) => ({ r })),
+          ['r'],
+        ).r ?? NaN),
     rounds: ratios.map((r) => Math.round(r * 1000) / 1000),
   };
 }

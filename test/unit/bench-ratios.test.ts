@@ -18,8 +18,16 @@ describe("the bench's paired ratios", () => {
     expect(paired.median).toBe(2 / 3);
   });
 
-  it('reads NaN for a round with no baseline, never a ratio to nothing', () => {
-    const paired = pairedRatio([{ v: 1 }, { v: 1 }], [{ v: 1 }], (run) => run.v);
-    expect(paired.rounds).toEqual([1, NaN]);
+  it('refuses rounds that do not pair up, and reads no median when a round has no figure', () => {
+    expect(() => pairedRatio([{ v: 1 }, { v: 1 }], [{ v: 1 }], (run) => run.v)).toThrow(
+      '2 rounds against 1 of the baseline',
+    );
+    const paired = pairedRatio(
+      [{ v: 1 }, { v: 0 }, { v: 3 }],
+      [{ v: 1 }, { v: 0 }, { v: 1 }],
+      (run) => run.v,
+    );
+    expect(paired.rounds).toEqual([1, NaN, 3]);
+    expect(paired.median).toBeNaN();
   });
 });
