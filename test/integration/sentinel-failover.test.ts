@@ -86,7 +86,11 @@ async function failoverUnderLoad(waitReplicas: number): Promise<Outcome> {
         const res = await request(receiver.listener).post('/webhooks').set(headers).send(raw);
         if (res.status === 202) {
           accepted.push((delivery.data as { id: string }).id);
-          if (killedAt > 0 && firstOkAfterKill === 0) firstOkAfterKill = Date.now();
+          // Only a delivery sent once the primary was gone shows the failover done: an answer to
+          // one sent before it (stored on the old primary) can arrive after the kill, in the same
+          // millisecond (a fresh-clone run read recoveredMs 0).
+          if (killedAt > 0 && sent >= killedAt && firstOkAfterKill === 0)
+            firstOkAfterKill = Date.now();
         } else if (res.status === 503) {
           unavailable++;
           await new Promise((resolve) => setTimeout(resolve, 50));
@@ -101,8 +105,8 @@ async function failoverUnderLoad(waitReplicas: number): Promise<Outcome> {
     await new Promise((resolve) => setTimeout(resolve, RUN_MS / 3));
     for (const replica of replicas) replica.freeze();
     await new Promise((resolve) => setTimeout(resolve, HOLD_MS));
-    killedAt = Date.now();
     await primary.stop();
+    killedAt = Date.now();
     for (const replica of replicas) replica.thaw();
     await Promise.all(senders);
 
