@@ -30,8 +30,8 @@ export function withDeadline<T>(
       reject(new DeadlineError(what, ms));
     };
     // A time: a plain timer, which keeps the process alive until it fires or is cleared (as
-    // timeoutSignal's does). An AbortController and its listener for it cost 4 % of a receiver's
-    // CPU, where every delivery's store is bounded (docs/performance-history.md).
+    // timeoutSignal's does). An AbortController and its listener for it are a measurable share of
+    // a receiver's CPU, where every delivery's store is bounded (docs/performance-history.md).
     let disarm: () => void;
     if (typeof deadline === 'number') {
       const timer = setTimeout(expire, deadline);
