@@ -112,21 +112,32 @@ interface Ended {
   readonly leftRunning: boolean;
 }
 
+/** A script running with bash in a process group of its own, and what it printed so far. */
+interface Running {
+  readonly pgid: number;
+  output(): { readonly stdout: string; readonly stderr: string };
+  /** Resolves once its standard output holds `text`; rejects if the script ends first. */
+  printed(text: string): Promise<void>;
+  /** Ends its standard input, with one line: a `read` in the script returns. */
+  release(): void;
+  /**
+   * Waits for the script to end (at most `ms`, else it fails the test with the end of what it
+   * printed); either way, nothing of its group outlives this call.
+   */
+  ended(ms: number): Promise<Ended>;
+  /** Asks the group to end (SIGTERM), then waits for it as `ended` does. */
+  stop(ms: number): Promise<Ended>;
+}
+
 /**
- * Runs `script` with bash in `cwd`, in a process group of its own so that whatever it starts in
- * the background is found by it. A script that has not ended within `ms` fails the test with the
- * end of what it printed; either way, nothing of the group outlives this call.
+ * Starts `script` with bash in `cwd`, in a process group of its own so that whatever it starts in
+ * the background is found by it.
  */
-async function runInGroup(
-  script: string,
-  cwd: string,
-  env: NodeJS.ProcessEnv,
-  ms: number,
-): Promise<Ended> {
+function startInGroup(script: string, cwd: string, env: NodeJS.ProcessEnv): Running {
   const child = spawn('bash', ['-euo', 'pipefail', '-c', script], {
     cwd,
     env,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
     detached: true,
   });
   const pgid = child.pid ?? 0;
@@ -136,23 +147,54 @@ async function runInGroup(
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   // 'close', not 'exit': the output is whole once every holder of its pipes has gone.
   const closed = once(child, 'close') as Promise<[number | null]>;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => {
-      resolve(undefined);
-    }, ms);
-  });
-  try {
-    const ended = await Promise.race([closed, late]);
-    if (ended === undefined)
-      throw new Error(
-        `did not end within ${String(ms)} ms\n--- stdout ---\n${stdout.slice(-1500)}\n--- stderr ---\n${stderr.slice(-1500)}`,
-      );
-    return { code: ended[0], stdout, stderr, leftRunning: groupAlive(pgid) };
-  } finally {
-    clearTimeout(timer);
-    if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
-  }
+  const ended = async (ms: number): Promise<Ended> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => {
+        resolve(undefined);
+      }, ms);
+    });
+    try {
+      const done = await Promise.race([closed, late]);
+      if (done === undefined)
+        throw new Error(
+          `did not end within ${String(ms)} ms\n--- stdout ---\n${stdout.slice(-1500)}\n--- stderr ---\n${stderr.slice(-1500)}`,
+        );
+      return { code: done[0], stdout, stderr, leftRunning: groupAlive(pgid) };
+    } finally {
+      clearTimeout(timer);
+      if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
+    }
+  };
+  return {
+    pgid,
+    output: () => ({ stdout, stderr }),
+    printed: (text) =>
+      new Promise<void>((resolve, reject) => {
+        const look = () => {
+          if (!stdout.includes(text)) return;
+          child.stdout.off('data', look);
+          resolve();
+        };
+        child.stdout.on('data', look);
+        look();
+        void closed.then(() => {
+          reject(
+            new Error(
+              `ended before printing ${text}\n--- stdout ---\n${stdout.slice(-1500)}\n--- stderr ---\n${stderr.slice(-1500)}`,
+            ),
+          );
+        });
+      }),
+    release: () => {
+      child.stdin.end('\n');
+    },
+    ended,
+    stop: (ms) => {
+      if (groupAlive(pgid)) process.kill(-pgid, 'SIGTERM');
+      return ended(ms);
+    },
+  };
 }
 
 /**
@@ -161,7 +203,32 @@ async function runInGroup(
  */
 const SCRIPT_BOUND_MS = 300_000;
 
-it('"Try it with the sandbox", the CLI\'s `send` against it and the stop step, as written, run twice against one Redis (a second clone), on ports of their own', async () => {
+/**
+ * What a run of the demo and the CLI's `send` printed and left in `dir`, as the README says:
+ * checked, and its RUN returned.
+ */
+function expectDemoRan(stdout: string, dir: string): string {
+  const id = /"batch_id":"batch_[0-9a-f]{16}","items":\[\{"id":"hello-(\d+)"\}\]/.exec(stdout)?.[1];
+  expect(id).toBeDefined();
+  const n = id ?? '';
+  expect(stdout).toContain(`\nhello-${n}.json\nhello-${n}.wav\n`);
+  expect(stdout).toMatch(/^HTTP 202\n\{"received":true,"duplicate":false\}$/m);
+  expect(stdout).toContain(`\ndemo-${n}.json\ndemo-${n}.wav\nhello-${n}.json\nhello-${n}.wav\n`);
+  for (const name of [`hello-${n}.wav`, `demo-${n}.wav`]) {
+    const wav = readFileSync(join(dir, 'data', 'audio', name));
+    expect(wav.subarray(0, 4).toString()).toBe('RIFF');
+  }
+  return n;
+}
+
+// The test's own lines, run before the stop step: the page the demo's last line names answers
+// with the delivery, to the password the demo set.
+const OPEN_THE_PAGE = `
+curl -sS -o /dev/null -w 'page %{http_code}\\n' -u admin:$ADMIN_PASSWORD "http://127.0.0.1:$PORT/admin/deliveries?id=hello-$RUN"
+curl -sS -u admin:$ADMIN_PASSWORD "http://127.0.0.1:$PORT/admin/api/deliveries?id=hello-$RUN"; echo
+`;
+
+it('"Try it with the sandbox" and the CLI\'s `send`, as written, refuse to run on the ports of a run still up, then run again in a second clone against one Redis, and the stop step ends it', async () => {
   // A copy of the repository, as a clone: the steps write ./data there, never into this checkout.
   const first = copyOfRepository({ keepCustom: true });
   // What `npm ci` does last (its prepare script): the build the CLI runs from, and the one the
@@ -175,50 +242,65 @@ it('"Try it with the sandbox", the CLI\'s `send` against it and the stop step, a
     SANDBOX_PORT: String(await freePort()),
     SANDBOX_CDN_PORT: String(await freePort()),
   };
-  // Both runs share the queue's and the sandbox's keys, as two clones on one Redis's defaults do:
-  // whatever the first run's deliveries left there (the dedupe marks), the second one meets.
+  // Both clones share the queue's and the sandbox's keys, as two clones on one Redis's defaults
+  // do: whatever the first one's deliveries left there (the dedupe marks), the second one meets.
   const prefixes = {
     QUEUE_PREFIX: `test-${randomUUID()}`,
     SANDBOX_PREFIX: `sandbox-${randomUUID()}`,
   };
-  const script = ['demo-ports', 'sandbox-demo', 'send-example', 'demo-stop']
-    .map((marker) => readmeBlock(marker))
-    .join('');
-  const runs: string[] = [];
+  const env = { ...process.env, ...ports, ...prefixes, LOG_LEVEL: 'warn' };
+  const blocks = (...markers: string[]) => markers.map((marker) => readmeBlock(marker)).join('');
+  const demo = blocks('demo-ports', 'sandbox-demo', 'send-example');
+  let holder: Running | undefined;
   try {
-    for (const dir of [first, second]) {
-      const ended = await runInGroup(
-        script,
-        dir,
-        { ...process.env, ...ports, ...prefixes, LOG_LEVEL: 'warn' },
-        // Past the script's own bounds (four waits of 60 s at most): a wait that gives up ends
-        // the script with its message, which names what it waited for.
-        SCRIPT_BOUND_MS,
-      );
-      expect({ code: ended.code, stderr: ended.code === 0 ? '' : ended.stderr }).toEqual({
-        code: 0,
-        stderr: '',
-      });
-      const id = /"batch_id":"batch_[0-9a-f]{16}","items":\[\{"id":"hello-(\d+)"\}\]/.exec(
-        ended.stdout,
-      )?.[1];
-      expect(id).toBeDefined();
-      const n = id ?? '';
-      runs.push(n);
-      expect(ended.stdout).toContain(`\nhello-${n}.json\nhello-${n}.wav\n`);
-      expect(ended.stdout).toMatch(/^HTTP 202\n\{"received":true,"duplicate":false\}$/m);
-      expect(ended.stdout).toContain(
-        `\ndemo-${n}.json\ndemo-${n}.wav\nhello-${n}.json\nhello-${n}.wav\n`,
-      );
-      for (const name of [`hello-${n}.wav`, `demo-${n}.wav`]) {
-        const wav = readFileSync(join(dir, 'data', 'audio', name));
-        expect(wav.subarray(0, 4).toString()).toBe('RIFF');
-      }
-      // The stop step left nothing running: the sandbox and the service are gone.
-      expect(ended.leftRunning).toBe(false);
-    }
-    expect(new Set(runs).size).toBe(2);
+    // The first run stays up, as a reader's does in another shell, until the test lets it run
+    // the stop step...
+    holder = startInGroup(`${demo}echo 'demo up'\nread -r _\n${blocks('demo-stop')}`, first, env);
+    await holder.printed('demo up\n');
+    const held = expectDemoRan(holder.output().stdout, first);
+
+    // ...and the same steps again, in the same clone on the same ports, stop at once and say
+    // which port is taken, before they send anything to the run that holds it.
+    const again = await startInGroup(`${demo}${blocks('demo-stop')}`, first, env).ended(
+      SCRIPT_BOUND_MS,
+    );
+    expect(again.stdout).not.toContain('batch_id');
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toContain(`port ${ports.SANDBOX_PORT} is taken`);
+    expect(again.leftRunning).toBe(false);
+    // The run that holds the ports was left alone: its processes still run and answer.
+    expect(groupAlive(holder.pgid)).toBe(true);
+    const ready = await fetch(`http://127.0.0.1:${ports.PORT}/readyz`);
+    expect(ready.status).toBe(200);
+    holder.release();
+    const stopped = await holder.ended(SCRIPT_BOUND_MS);
+    expect({ code: stopped.code, left: stopped.leftRunning }).toEqual({ code: 0, left: false });
+
+    // A second clone on the same Redis, the stop step included: the demo ends with where to look.
+    const ended = await startInGroup(
+      `${demo}${OPEN_THE_PAGE}${blocks('demo-stop')}`,
+      second,
+      env,
+    ).ended(SCRIPT_BOUND_MS);
+    expect({ code: ended.code, stderr: ended.code === 0 ? '' : ended.stderr }).toEqual({
+      code: 0,
+      stderr: '',
+    });
+    const n = expectDemoRan(ended.stdout, second);
+    expect(n).not.toBe(held);
+    // `inspect hello-$RUN`: the delivery, its state in capitals, and its timeline from received.
+    expect(ended.stdout).toMatch(new RegExp(`^audio\\.ready hello-${n}: [A-Z]+$`, 'm'));
+    expect(ended.stdout).toMatch(/^timeline\n[\s\S]*\breceived\b/m);
+    // The page's address and the password, and the page itself behind them.
+    const where = /^inspector: (http:\S+) +user admin, password (\S+)$/m.exec(ended.stdout);
+    expect(where?.[1]).toBe(`http://127.0.0.1:${ports.PORT}/admin/deliveries`);
+    expect(where?.[2]?.length).toBeGreaterThanOrEqual(16);
+    expect(ended.stdout).toContain('\npage 200\n');
+    expect(ended.stdout).toContain(`"id":"hello-${n}"`);
+    // The stop step left nothing running: the sandbox and the service are gone.
+    expect(ended.leftRunning).toBe(false);
   } finally {
+    await holder?.stop(SCRIPT_BOUND_MS).catch(() => undefined);
     const redis = new Redis(process.env.REDIS_URL ?? '');
     await deleteKeys(redis, `${prefixes.QUEUE_PREFIX}:*`);
     await deleteKeys(redis, `${prefixes.SANDBOX_PREFIX}:*`);
