@@ -5,6 +5,7 @@ import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import { Redis } from 'ioredis';
 import { parse } from 'yaml';
+import { afterTest } from '../helpers/after-test';
 import { renderFolder, type Manifest } from '../helpers/kustomize';
 import { startPrivateRedis } from '../../harness/private-redis';
 import { loadConfig } from '../../src/config/config';
@@ -265,21 +266,27 @@ it("10. KEDA scales the worker on Redis's wait lists, with no Prometheus: the ke
   // A new delivery and a ready forward are in those very lists, as BullMQ writes them: a
   // scaler reading another key would see 0 and hold the workers at their minimum.
   const server = await startPrivateRedis();
+  afterTest(() => server.stop());
   const redis = new Redis(server.url);
-  const deliveries = createDeliveryQueue({ connection: redis, prefix });
-  const forwards = createForwardQueue(redis, prefix);
-  try {
-    await deliveries.add('audio.failed', deliveryJobData('{}', new Date()), { jobId: 'scaled' });
-    await forwards.add('forward', { messageId: 'm', body: '{}' } as never, { jobId: 'scaled' });
-    expect(await Promise.all(triggers.map((t) => redis.llen(t.metadata.listName ?? '')))).toEqual([
-      1, 1,
-    ]);
-  } finally {
-    await deliveries.close();
-    await forwards.close();
+  afterTest(() => {
     redis.disconnect();
-    await server.stop();
-  }
+  });
+  const deliveries = createDeliveryQueue({ connection: redis, prefix });
+  afterTest(() => deliveries.close());
+  const forwards = createForwardQueue(redis, prefix);
+  afterTest(() => forwards.close());
+  await deliveries.add('audio.failed', deliveryJobData('{}', new Date()), { jobId: 'scaled' });
+  await forwards.add('forward', { messageId: 'm', body: '{}' } as never, { jobId: 'scaled' });
+  const lengths = () => Promise.all(triggers.map((t) => redis.llen(t.metadata.listName ?? '')));
+  expect(await lengths()).toEqual([1, 1]);
+  // A replay (a job with a priority) waits in BullMQ's prioritized set instead, which no list
+  // length counts: deploy/components/monitoring's Prometheus trigger reads the whole backlog.
+  await deliveries.add('audio.failed', deliveryJobData('{}', new Date()), {
+    jobId: 'replayed',
+    priority: 100,
+  });
+  expect(await lengths()).toEqual([1, 1]);
+  expect(await redis.zcard(`${prefix}:${DELIVERY_QUEUE}:prioritized`)).toBe(1);
 });
 
 describe('the S3 overlay (deploy/overlays/s3)', () => {
