@@ -3,7 +3,15 @@
 # what the service uses and nothing else. test/integration/image-filesystem.test.ts builds these
 # stages' file system without an engine and starts each ROLE from it.
 
-FROM node:24-slim AS build
+# The base image of every stage, by digest: a tag such as node:24-slim is pushed again with every
+# Node and Debian patch, a digest names one image for good, so a rebuild runs what was tested.
+# To update: `docker buildx imagetools inspect node:24-slim` (or `skopeo inspect
+# docker://docker.io/library/node:24-slim`, `crane digest node:24-slim`) prints the digest of the
+# tag's multi-platform index now; put it here, build, and run the tests before you commit it.
+# `--build-arg NODE_IMAGE=…` builds on another without editing this file.
+ARG NODE_IMAGE=node:24-slim@sha256:a9f5f7c91a432850b2a8a7797adf5eadb6c733ceed61167806cee7ea7fbc29df
+
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: nothing needs a build step at install time (msgpackr falls back to plain JS).
@@ -14,7 +22,7 @@ COPY src ./src
 # none without --enable-source-maps), and without declarations, which are for a compiler.
 RUN npm run build -- --sourceMap false --declaration false
 
-FROM node:24-slim AS deps
+FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # valibot (under @bull-board/api) names TypeScript as an optional peer, for its types, so npm keeps
@@ -23,7 +31,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
   && rm -rf node_modules/typescript node_modules/.bin/tsc node_modules/.bin/tsserver
 
-FROM node:24-slim AS runtime
+FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 # tini as PID 1 forwards SIGTERM to Node and reaps zombies, so graceful shutdown works. npm, npx,

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Makes deploy/kubernetes/prometheus-rule.yaml from deploy/prometheus/alerts.yml: run
+// Makes deploy/components/monitoring/prometheus-rule.yaml from deploy/prometheus/alerts.yml: run
 //   node scripts/write-prometheus-rule.js
 // after changing alerts.yml. `--stdout` prints the file instead of writing it;
 // test/integration/kubernetes-manifests.test.ts compares that with the file, so a hand edit or a
@@ -7,7 +7,8 @@
 //
 // Why a script and a checked-in result, rather than kustomize deriving it: the base must render
 // with a plain `kubectl kustomize deploy/kubernetes` (Debian's kubernetes-client, Argo CD, Flux),
-// and that cannot make a PrometheusRule out of alerts.yml.
+// and so must deploy/components/monitoring, which holds the PrometheusRule; neither can make one
+// out of alerts.yml.
 // - A PrometheusRule holds the groups as structure under spec.groups; alerts.yml holds them at its
 //   top, and Prometheus and promtool refuse a rule file with any other key (apiVersion, kind,
 //   spec), so one file cannot be both.
@@ -24,14 +25,14 @@ const { parse, stringify } = require('yaml');
 
 const root = join(__dirname, '..');
 const ALERTS = join(root, 'deploy', 'prometheus', 'alerts.yml');
-const RULE = join(root, 'deploy', 'kubernetes', 'prometheus-rule.yaml');
+const RULE = join(root, 'deploy', 'components', 'monitoring', 'prometheus-rule.yaml');
 
 const HEADER = `# Made from deploy/prometheus/alerts.yml by scripts/write-prometheus-rule.js: do not edit it;
 # change alerts.yml (the thresholds' reasons are its comments) and run the script again.
-# The alerts as a PrometheusRule, for the Prometheus Operator. Without the Operator there is no
-# PrometheusRule kind: delete this in your overlay and load alerts.yml as a rule file. The
-# Operator's ruleSelector may ask for a label (kube-prometheus-stack: release: <its release>):
-# add it in your overlay.
+# The alerts as a PrometheusRule, for the Prometheus Operator, in deploy/components/monitoring
+# (the base applies without the Operator's kinds). A Prometheus without the Operator loads
+# alerts.yml as a rule file instead. The Operator's ruleSelector may ask for a label
+# (kube-prometheus-stack: release: <its release>): add it in your overlay.
 `;
 
 /** The PrometheusRule's text: alerts.yml's groups, unchanged, formatted as Prettier checks it. */

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject';
+import { TriggerAuthentication } from '@kubernetes-models/keda/keda.sh/v1alpha1/TriggerAuthentication';
 import ipaddr from 'ipaddr.js';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
@@ -31,12 +32,17 @@ const JOB = 'audio-webhooks';
  * A kustomization of the test's own, in a temp folder, that names the repository's pieces by
  * relative path (kustomize refuses an absolute one): how a team's overlay combines them.
  */
-function combination(resources: readonly string[], components: readonly string[]): string {
+function combination(
+  resources: readonly string[],
+  components: readonly string[],
+  namespace?: string,
+): string {
   const dir = mkdtempSync(join(tmpdir(), 'aw-kustomize-'));
   const from = (path: string) => relative(dir, join(DEPLOY, path));
   const kustomization = {
     apiVersion: 'kustomize.config.k8s.io/v1beta1',
     kind: 'Kustomization',
+    ...(namespace === undefined ? {} : { namespace }),
     resources: resources.map(from),
     components: components.map(from),
   };
@@ -66,6 +72,21 @@ const RENDERINGS: readonly (readonly [name: string, folder: () => string])[] = [
     'overlays/production-example + components/s3',
     () => combination(['overlays/production-example'], ['components/s3']),
   ],
+  [
+    'kubernetes + components/forward-egress',
+    () => combination(['kubernetes'], ['components/forward-egress']),
+  ],
+  [
+    'overlays/production-example + components/forward-egress',
+    () => combination(['overlays/production-example'], ['components/forward-egress']),
+  ],
+  // Into another namespace: set below the monitoring component, and beside it (where its own
+  // transformers run before the namespace is set).
+  ['other-ns: overlays/monitoring', () => combination(['overlays/monitoring'], [], 'other-ns')],
+  [
+    'other-ns: kubernetes + components/monitoring + components/s3',
+    () => combination(['kubernetes'], ['components/monitoring', 'components/s3'], 'other-ns'),
+  ],
 ];
 const NAMES = RENDERINGS.map(([name]) => name);
 
@@ -87,6 +108,13 @@ const podSpec = (d: Manifest) => (d.spec as { template: { spec: IPodSpec } }).te
 const podLabels = (d: Manifest) =>
   (d.spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata
     .labels;
+/** A KEDA trigger as the tests read it. */
+interface Trigger {
+  type: string;
+  metadata: Record<string, string | undefined>;
+  authenticationRef?: { name: string };
+}
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 // ---------------------------------------------------------------------------------------------
 // Schemas: Kubernetes 1.32 and KEDA 2 (kubernetes-models); the Prometheus Operator's kinds, which
@@ -100,6 +128,7 @@ const MODELS = {
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
   'keda.sh/v1alpha1/ScaledObject': ScaledObject,
+  'keda.sh/v1alpha1/TriggerAuthentication': TriggerAuthentication,
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
 } as const;
 
@@ -196,10 +225,17 @@ it('the validation has teeth: a probe without a port, a non-string KEDA threshol
   };
   const [trigger] = scaled.spec.triggers;
   if (trigger === undefined) throw new Error('no trigger');
-  trigger.metadata.threshold = 50;
+  trigger.metadata.listLength = 50;
   expect(() => {
     new ScaledObject(scaled as never).validate();
-  }).toThrow(/threshold/);
+  }).toThrow(/listLength/);
+  const auth = structuredClone(ofKind(base, 'TriggerAuthentication')[0]) as never as {
+    spec: { secretTargetRef: Record<string, unknown>[] };
+  };
+  delete auth.spec.secretTargetRef[0]?.key;
+  expect(() => {
+    new TriggerAuthentication(auth as never).validate();
+  }).toThrow(/key/);
   const policy = structuredClone(
     ofKind(base, 'NetworkPolicy').find((m) => m.metadata.name.endsWith('-receiver-ingress')),
   ) as never as {
@@ -214,7 +250,7 @@ it('the validation has teeth: a probe without a port, a non-string KEDA threshol
 });
 
 it("the structural check of the Operator's kinds has teeth too: a bad `for`, a rule without expr, a port by number", () => {
-  const rule = structuredClone(ofKind(rendering('kubernetes'), 'PrometheusRule')[0]);
+  const rule = structuredClone(ofKind(rendering('overlays/monitoring'), 'PrometheusRule')[0]);
   if (rule === undefined) throw new Error('no PrometheusRule');
   const [group] = (rule.spec as { groups: { rules: Record<string, unknown>[] }[] }).groups;
   const [first, second] = group?.rules ?? [];
@@ -619,7 +655,7 @@ describe.each(NAMES)('%s', (name) => {
     }
   });
 
-  it('3. no ConfigMap holds a credential; Redis is reached over TLS, its password from the Secret', () => {
+  it("3. no ConfigMap holds a credential; Redis is reached over TLS, its password from a Secret; 12. the receivers' Secret reaches no worker, and no Secret is optional", () => {
     const manifests = rendering(name);
     for (const configMap of ofKind(manifests, 'ConfigMap')) {
       const entries = Object.entries(configMap.data ?? {});
@@ -636,8 +672,16 @@ describe.each(NAMES)('%s', (name) => {
       expect(configMap.data?.REDIS_URL).toMatch(/^rediss:\/\//);
     }
     for (const deployment of ofKind(manifests, 'Deployment')) {
+      const receiver = podLabels(deployment)['app.kubernetes.io/component'] === 'receiver';
       for (const container of podSpec(deployment).containers) {
-        expect(container.envFrom).toContainEqual({ secretRef: { name: 'audio-webhooks-secrets' } });
+        const secrets = (container.envFrom ?? []).flatMap((from) =>
+          from.secretRef === undefined ? [] : [from.secretRef],
+        );
+        expect(secrets).toContainEqual({ name: 'audio-webhooks-redis' });
+        // WEBHOOK_SECRETS and ADMIN_PASSWORD: the receivers' own Secret, which no worker mounts.
+        expect(secrets.some((ref) => ref.name === 'audio-webhooks-receiver')).toBe(receiver);
+        // A missing Secret stops the pod visibly (CreateContainerConfigError), S3's included.
+        expect(secrets.filter((ref) => ref.optional !== undefined)).toEqual([]);
         expect((container.env ?? []).filter((e) => /PASSWORD|SECRET/.test(e.name))).toEqual([]);
       }
     }
@@ -645,15 +689,27 @@ describe.each(NAMES)('%s', (name) => {
 
   it('6. KEDA and every alert are scoped to one installation: its job, its namespace', () => {
     const manifests = rendering(name);
+    const prefix = ofKind(manifests, 'ConfigMap')[0]?.data?.QUEUE_PREFIX;
     for (const scaled of ofKind(manifests, 'ScaledObject')) {
-      const triggers = (scaled.spec as { triggers: { metadata: { query: string } }[] }).triggers;
-      for (const { metadata } of triggers) {
+      const namespace = scaled.metadata.namespace ?? '(none)';
+      const triggers = (scaled.spec as { triggers: Trigger[] }).triggers;
+      // Redis's wait lists of this installation's prefix, on its Redis: a Service named with its
+      // own namespace (KEDA's operator runs in another), or a host outside the cluster.
+      for (const { metadata } of triggers.filter((t) => t.type === 'redis')) {
+        expect(metadata.listName).toMatch(new RegExp(`^${escape(prefix ?? '')}:\\w+:wait$`));
+        const host = metadata.address?.split(':')[0] ?? '';
+        expect({
+          host,
+          scoped: !host.includes('.svc') || host.endsWith(`.${namespace}.svc`),
+        }).toEqual({
+          host,
+          scoped: true,
+        });
+      }
+      for (const { metadata } of triggers.filter((t) => t.type === 'prometheus')) {
         expect({
           query: metadata.query,
-          problems: unscoped(metadata.query, {
-            job: JOB,
-            namespace: scaled.metadata.namespace ?? '(none)',
-          }),
+          problems: unscoped(metadata.query ?? '', { job: JOB, namespace }),
         }).toEqual({ query: metadata.query, problems: [] });
       }
     }
@@ -662,7 +718,6 @@ describe.each(NAMES)('%s', (name) => {
         (g) => g.rules,
       ),
     );
-    expect(rules).not.toEqual([]);
     for (const { alert, expr } of rules) {
       expect({ alert, problems: unscoped(expr, { job: JOB }) }).toEqual({ alert, problems: [] });
     }
@@ -673,16 +728,77 @@ describe.each(NAMES)('%s', (name) => {
     const spec = scaled?.spec as {
       minReplicaCount: number;
       fallback?: { failureThreshold: number; replicas: number };
-      triggers: { metadata: Record<string, string> }[];
+      triggers: Trigger[];
     };
     expect(spec.fallback?.failureThreshold).toBeGreaterThanOrEqual(1);
     expect(spec.fallback?.replicas).toBeGreaterThan(spec.minReplicaCount);
-    // The deliveries' backlog: with no series (no scrape), KEDA's default reads 0 and holds the
-    // workers at their minimum; false makes it an error, and the fallback applies.
-    expect(spec.triggers[0]?.metadata).toMatchObject({
-      query: expect.stringContaining('webhook_queue_backlog'),
-      ignoreNullValues: 'false',
+    // The deliveries' backlog from Prometheus: with no series (no scrape), KEDA's default reads 0
+    // and holds the workers at their minimum; false makes it an error, and the fallback applies.
+    for (const { metadata } of spec.triggers.filter((t) => t.type === 'prometheus'))
+      if (metadata.query?.includes('webhook_queue_backlog') === true)
+        expect(metadata.ignoreNullValues).toBe('false');
+  });
+
+  it('10. the workers scale on the backlog with or without Prometheus: a Redis trigger always, a Prometheus one only where a PodMonitor feeds it', () => {
+    const manifests = rendering(name);
+    const [scaled] = ofKind(manifests, 'ScaledObject');
+    const triggers = (scaled?.spec as { triggers: Trigger[] }).triggers;
+    const prefix = ofKind(manifests, 'ConfigMap')[0]?.data?.QUEUE_PREFIX ?? '';
+    expect(triggers.filter((t) => t.type === 'redis').map((t) => t.metadata.listName)).toEqual([
+      `${prefix}:deliveries:wait`,
+      `${prefix}:forwards:wait`,
+    ]);
+    // Each Redis trigger's credentials: a TriggerAuthentication of the rendering, from a Secret.
+    for (const trigger of triggers.filter((t) => t.type === 'redis')) {
+      const auth = ofKind(manifests, 'TriggerAuthentication').find(
+        (m) => m.metadata.name === trigger.authenticationRef?.name,
+      );
+      expect(auth?.spec?.secretTargetRef).toEqual([
+        { parameter: 'password', name: 'audio-webhooks-redis', key: 'REDIS_PASSWORD' },
+      ]);
+    }
+    const prometheus = triggers.some((t) => t.type === 'prometheus');
+    expect({ prometheus, monitors: ofKind(manifests, 'PodMonitor').length }).toEqual({
+      prometheus,
+      monitors: prometheus ? 1 : 0,
     });
+    // The Operator's kinds come together, with the component, or not at all: a rendering without
+    // them applies to a cluster without its CRDs.
+    const operator = manifests.filter((m) => m.apiVersion.startsWith('monitoring.coreos.com/'));
+    expect(operator.map((m) => m.kind).sort()).toEqual(
+      prometheus ? ['PodMonitor', 'PrometheusRule'] : [],
+    );
+  });
+
+  it('14. Kubernetes never kills a clean shutdown: grace > preStop + SHUTDOWN_TIMEOUT_MS; a receiver waits 15 s for the load balancer', () => {
+    const manifests = rendering(name);
+    const shutdownMs = Number(ofKind(manifests, 'ConfigMap')[0]?.data?.SHUTDOWN_TIMEOUT_MS);
+    expect(shutdownMs).toBeGreaterThan(0);
+    for (const deployment of ofKind(manifests, 'Deployment')) {
+      const spec = podSpec(deployment);
+      for (const container of spec.containers) {
+        const command = container.lifecycle?.preStop?.exec?.command ?? [];
+        const preStop = command[0] === 'sleep' ? Number(command[1]) : 0;
+        if (podLabels(deployment)['app.kubernetes.io/component'] === 'receiver')
+          expect(preStop).toBeGreaterThanOrEqual(15);
+        expect(spec.terminationGracePeriodSeconds).toBeGreaterThan(preStop + shutdownMs / 1000);
+      }
+    }
+  });
+
+  it('11. a default deny holds every pod of the namespace, both ways', () => {
+    const manifests = rendering(name);
+    const denies = ofKind(manifests, 'NetworkPolicy').filter((m) => {
+      const spec = m.spec as unknown as INetworkPolicySpec;
+      return (
+        Object.keys(spec.podSelector).length === 0 &&
+        spec.ingress === undefined &&
+        spec.egress === undefined
+      );
+    });
+    expect(
+      denies.map((m) => (m.spec as unknown as INetworkPolicySpec).policyTypes?.slice().sort()),
+    ).toEqual([['Egress', 'Ingress']]);
   });
 
   it('8. pods spread over nodes and zones; scratch space bounded; the claim names its storage class', () => {
@@ -743,18 +859,63 @@ it('7. the components combine with any overlay: S3 with monitoring has a PodMoni
   );
 });
 
-it('6. the scope check has teeth on a rendering: an overlay that moves the namespace but not the query fails it', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'aw-kustomize-'));
-  writeFileSync(
-    join(dir, 'kustomization.yaml'),
-    stringify({ namespace: 'elsewhere', resources: [relative(dir, join(DEPLOY, 'kubernetes'))] }),
-  );
-  const [scaled] = ofKind(renderFolder(dir), 'ScaledObject');
-  const query = (scaled?.spec as { triggers: { metadata: { query: string } }[] }).triggers[0]
-    ?.metadata.query;
-  expect(unscoped(query ?? '', { job: JOB, namespace: 'elsewhere' })).toEqual([
-    'webhook_queue_backlog: no namespace="elsewhere"',
-  ]);
+it("10. a rendering into another namespace queries that one and reads its Redis: none of the base's namespace left in KEDA's triggers", () => {
+  for (const name of [
+    'other-ns: overlays/monitoring',
+    'other-ns: kubernetes + components/monitoring + components/s3',
+  ]) {
+    const [scaled] = ofKind(rendering(name), 'ScaledObject');
+    expect(scaled?.metadata.namespace).toBe('other-ns');
+    const triggers = (scaled?.spec as { triggers: Trigger[] }).triggers;
+    expect(triggers.map((t) => t.type).sort()).toEqual([
+      'prometheus',
+      'prometheus',
+      'redis',
+      'redis',
+    ]);
+    const text = JSON.stringify(triggers);
+    expect({ name, base: text.includes('namespace=\\"audio-webhooks\\"') }).toEqual({
+      name,
+      base: false,
+    });
+    expect(text).not.toContain('.audio-webhooks.svc');
+    expect(text).not.toContain('$(');
+    for (const { metadata } of triggers.filter((t) => t.type === 'prometheus'))
+      expect(metadata.query).toContain('namespace="other-ns"');
+    for (const { metadata } of triggers.filter((t) => t.type === 'redis'))
+      expect(metadata.address).toBe('redis.other-ns.svc:6379');
+  }
+});
+
+it('11. components/forward-egress opens the brokers to the workers only, by name and port', () => {
+  const base = rendering('kubernetes');
+  for (const name of [
+    'kubernetes + components/forward-egress',
+    'overlays/production-example + components/forward-egress',
+  ]) {
+    const manifests = rendering(name);
+    const pod = (component: string) =>
+      ofKind(manifests, 'Deployment').find(
+        (d) => podLabels(d)['app.kubernetes.io/component'] === component,
+      ) as Manifest;
+    expect(egress(manifests, pod('worker'))).toEqual(
+      expect.arrayContaining([
+        '4222/TCP → kubernetes.io/metadata.name=messaging / app.kubernetes.io/name=nats',
+        '5672/TCP → kubernetes.io/metadata.name=messaging / app.kubernetes.io/name=rabbitmq',
+      ]),
+    );
+    const policy = ofKind(manifests, 'NetworkPolicy').find(
+      (m) => m.metadata.name === 'audio-webhooks-forward-egress',
+    );
+    expect(policy?.metadata.namespace).toBe(pod('worker').metadata.namespace);
+    // The receivers send nothing: their egress is what it was.
+    const receiver = ofKind(base, 'Deployment').find((d) => d.metadata.name.endsWith('-receiver'));
+    if (name.startsWith('kubernetes') && receiver !== undefined)
+      expect(egress(manifests, pod('receiver'))).toEqual(egress(base, receiver));
+  }
+  // Documented beside FORWARD_URLS.
+  const forwarding = readFileSync(join(root, 'docs', 'forwarding.md'), 'utf8');
+  expect(forwarding).toContain('deploy/components/forward-egress');
 });
 
 describe('the production example (deploy/overlays/production-example)', () => {
@@ -778,9 +939,10 @@ describe('the production example (deploy/overlays/production-example)', () => {
   it("6. KEDA's queries follow the overlay's namespace", () => {
     const [scaled] = ofKind(rendering(NAME), 'ScaledObject');
     expect(scaled?.metadata.namespace).not.toBe('audio-webhooks');
-    const queries = (scaled?.spec as { triggers: { metadata: { query: string } }[] }).triggers.map(
-      (t) => t.metadata.query,
-    );
+    const queries = (scaled?.spec as { triggers: Trigger[] }).triggers
+      .filter((t) => t.type === 'prometheus')
+      .map((t) => t.metadata.query);
+    expect(queries).not.toEqual([]);
     for (const query of queries)
       expect(query).toContain(`namespace="${scaled?.metadata.namespace ?? ''}"`);
   });

@@ -248,6 +248,36 @@ afterAll(() => {
   rmSync(folder, { recursive: true, force: true });
 });
 
+it('13. every stage starts from a base image pinned by digest, with how to update it; the context leaves out s3.env', () => {
+  const text = readFileSync(join(root, 'Dockerfile'), 'utf8');
+  const steps = instructions(text);
+  // Build arguments declared before the first FROM, with their defaults: what FROM may name.
+  const args = new Map(
+    steps
+      .slice(
+        0,
+        steps.findIndex((step) => step.op === 'FROM'),
+      )
+      .filter((step) => step.op === 'ARG')
+      .map((step) => {
+        const [name = '', value = ''] = step.args.split('=');
+        return [name, value];
+      }),
+  );
+  const bases = steps
+    .filter((step) => step.op === 'FROM')
+    .map((step) => step.args.split(/\s+/)[0] ?? '')
+    .filter((image) => !stages.has(image))
+    .map((image) => image.replace(/^\$\{(\w+)\}$/, (_, name: string) => args.get(name) ?? image));
+  expect(bases).not.toEqual([]);
+  for (const image of bases) expect(image).toMatch(/^[\w./-]+:[\w.-]+@sha256:[0-9a-f]{64}$/);
+  expect(text).toMatch(/# To update: `docker buildx imagetools inspect node:24-slim`/);
+  // What `npm run local-s3 > s3.env` writes holds an access key: never in the build context.
+  const ignored = dockerignore();
+  expect(['s3.env', '.env'].filter((path) => !ignored(path))).toEqual([]);
+  expect(ignored('.env.example')).toBe(false);
+});
+
 it('8. the runtime image holds what it runs and nothing it cannot use: no sources, maps, declarations, dev packages or npm', () => {
   expect(runtime.workdir).toBe('/app');
   for (const needed of ['dist/main.js', 'bin/audio-webhooks.js', 'package.json'])

@@ -288,13 +288,13 @@ describe('HOST and the signing secrets', () => {
     }) as { 'x-service': { environment: Record<string, string | null> } };
     const fromCompose = Object.entries(compose['x-service'].environment)
       .filter(([name, value]) => /SECRETS?$/.test(name) && value !== null)
-      // A fallback (`${VAR:-value}`) is a secret the file holds; `${VAR:?why}` holds none.
+      // A fallback (`${VAR:-value}`) is a secret the file holds; `${VAR}` and `${VAR:?why}` hold none.
       .flatMap(([, value]) => {
-        if (/^\$\{\w+:\?.*\}$/.test(value ?? '')) return [];
+        if (/^\$\{\w+(?::\?.*)?\}$/.test(value ?? '')) return [];
         return [/^\$\{\w+:-(.+)\}$/.exec(value ?? '')?.[1] ?? value];
       });
     expect(fromEnvExample).toEqual(['whsec_replace_me']);
-    // Compose holds none (it refuses to start without WEBHOOK_SECRETS); the fallback an
+    // Compose holds none (the services refuse to start without WEBHOOK_SECRETS); the fallback an
     // earlier compose file published is refused still.
     expect(fromCompose).toEqual([]);
     expect([...PLACEHOLDER_SECRETS].sort()).toEqual(
