@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { createDeliveryQueue } from '../../src/queue/delivery-queue';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
+import { eventually } from '../../src/util/eventually';
+import { withDeadline } from '../../src/util/deadline';
 import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 import { freePort } from '../../harness/private-redis';
 import { audioDirEntries } from '../helpers/audio-dir';
@@ -100,12 +101,13 @@ it('the same delivery at two receiver processes at once: one 202, the rest 200 d
   const queue = createDeliveryQueue({ connection: redis, prefix });
   try {
     // Until nothing is left to run: a second job of one delivery would be run, or left, here.
-    const left = () => queue.getJobCounts('wait', 'active', 'delayed', 'prioritized');
-    for (;;) {
-      const counts = await left();
-      if (Object.values(counts).every((n) => n === 0)) break;
-      await delay(100);
-    }
+    await eventually(
+      async () => {
+        const left = await queue.getJobCounts('wait', 'active', 'delayed', 'prioritized');
+        return Object.values(left).every((n) => n === 0) ? true : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
     expect(await queue.getJobCounts('completed', 'failed')).toEqual({
       completed: ROUNDS,
       failed: 0,
@@ -113,7 +115,14 @@ it('the same delivery at two receiver processes at once: one 202, the rest 200 d
   } finally {
     await queue.close();
   }
-  const runs = worker.logs.filter((line) => HANDLED.test(String(line.msg)));
+  // A line reaches this test through a pipe, after the job's completion reached Redis.
+  const handledLines = () => worker.logs.filter((line) => HANDLED.test(String(line.msg)));
+  await withDeadline(
+    worker.until(() => handledLines().length >= ROUNDS),
+    10_000,
+    'a handled line per delivery',
+  );
+  const runs = handledLines();
   const ids = runs.map((line) => String(line.id)).sort();
   const expected = Array.from({ length: ROUNDS }, (_, round) => `race-${round}`).sort();
   expect(ids).toEqual(expected);
