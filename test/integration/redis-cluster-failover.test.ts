@@ -35,12 +35,10 @@ const AFTER = 150;
 const HANG_MS = 60_000;
 /** Bounds of the short waits: the replica's catch-up, and the log lines behind their files. */
 const SHORT_MS = 10_000;
-/**
- * The test's own bound, past the sum of its waits' (start-up, before the kill, the promotion,
- * after it, the senders' last POST, the handling, the drain: HANG_MS each; two short ones), so
- * the wait that gives up is the one named in the failure, not Jest's timeout.
- */
-const TEST_MS = 7 * HANG_MS + 2 * SHORT_MS + 30_000;
+// The test's own bound (470 s, a number literal where it is given) is past the sum of its waits'
+// (start-up, before the kill, the promotion, after it, the senders' last POST, the handling and
+// the drain: HANG_MS each; two SHORT_MS), so the wait that gives up is the one named in the
+// failure, not Jest's timeout.
 
 let cluster: PrivateCluster;
 let cdn: LocalCdn;
@@ -66,243 +64,238 @@ interface Sent {
 
 const time = (line: Record<string, unknown>) => Number(line.time);
 
-it(
-  'a primary SIGKILLed under load: its replica takes over, receivers answer 2xx again, workers go on, and what was acknowledged is handled once',
-  async () => {
-    const prefix = `{aw-${randomUUID().slice(0, 8)}}`;
-    const slot = Number(await ask(cluster.nodes[0]!.port, 'CLUSTER', 'KEYSLOT', prefix));
-    const before = await clusterNodes(cluster.nodes[0]!.port);
-    const owner = ownerOf(before, slot);
-    const replicaNode = before.find((node) => node.primaryId === owner?.id);
-    const primary = cluster.nodes.find((node) => node.port === owner?.port);
-    const replica = cluster.nodes.find((node) => node.port === replicaNode?.port);
-    if (!primary || !replica) throw new Error(`no primary with a replica serves slot ${slot}`);
-    const survivor = cluster.nodes.find((node) => node !== primary && node !== replica)!;
+it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx again, workers go on, and what was acknowledged is handled once', async () => {
+  const prefix = `{aw-${randomUUID().slice(0, 8)}}`;
+  const slot = Number(await ask(cluster.nodes[0]!.port, 'CLUSTER', 'KEYSLOT', prefix));
+  const before = await clusterNodes(cluster.nodes[0]!.port);
+  const owner = ownerOf(before, slot);
+  const replicaNode = before.find((node) => node.primaryId === owner?.id);
+  const primary = cluster.nodes.find((node) => node.port === owner?.port);
+  const replica = cluster.nodes.find((node) => node.port === replicaNode?.port);
+  if (!primary || !replica) throw new Error(`no primary with a replica serves slot ${slot}`);
+  const survivor = cluster.nodes.find((node) => node !== primary && node !== replica)!;
 
-    const audioDir = mkdtempSync(join(tmpdir(), 'aw-cluster-failover-'));
-    const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
-    writeFileSync(caFile, cdn.ca);
-    const common = {
-      WEBHOOK_SECRETS: TEST_SECRET,
-      REDIS_CLUSTER_NODES: cluster.seeds,
-      QUEUE_PREFIX: prefix,
-    };
-    const ports = [await freePort(), await freePort()];
-    const receivers = ports.map((port) =>
-      spawnService({
-        ...common,
-        ROLE: 'web',
-        WEB_CONCURRENCY: '1',
-        HOST: '127.0.0.1',
-        PORT: String(port),
+  const audioDir = mkdtempSync(join(tmpdir(), 'aw-cluster-failover-'));
+  const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
+  writeFileSync(caFile, cdn.ca);
+  const common = {
+    WEBHOOK_SECRETS: TEST_SECRET,
+    REDIS_CLUSTER_NODES: cluster.seeds,
+    QUEUE_PREFIX: prefix,
+  };
+  const ports = [await freePort(), await freePort()];
+  const receivers = ports.map((port) =>
+    spawnService({
+      ...common,
+      ROLE: 'web',
+      WEB_CONCURRENCY: '1',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+    }),
+  );
+  const workers = [0, 1].map(() =>
+    spawnService({
+      ...common,
+      ROLE: 'worker',
+      AUDIO_DIR: audioDir,
+      CDN_URL: cdn.origin,
+      DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+      NODE_EXTRA_CA_CERTS: caFile,
+      // A job whose worker lost its lock in the failover is taken over within seconds.
+      WORKER_LOCK_MS: '2000',
+    }),
+  );
+  const services: ServiceProcess[] = [...receivers, ...workers];
+  await withDeadline(
+    Promise.all(
+      services.map(async (service) => {
+        await service.waitForLog('audio-webhooks started');
+        await service.waitForLog('Redis connected');
       }),
-    );
-    const workers = [0, 1].map(() =>
-      spawnService({
-        ...common,
-        ROLE: 'worker',
-        AUDIO_DIR: audioDir,
-        CDN_URL: cdn.origin,
-        DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
-        NODE_EXTRA_CA_CERTS: caFile,
-        // A job whose worker lost its lock in the failover is taken over within seconds.
-        WORKER_LOCK_MS: '2000',
-      }),
-    );
-    const services: ServiceProcess[] = [...receivers, ...workers];
-    await withDeadline(
-      Promise.all(
-        services.map(async (service) => {
-          await service.waitForLog('audio-webhooks started');
-          await service.waitForLog('Redis connected');
-        }),
-      ),
-      HANG_MS,
-      'every receiver and worker started and connected to the Cluster',
-    );
-    // The test's own view of the queue, for the drain at the end.
-    const probe = new Cluster([{ host: '127.0.0.1', port: survivor.port }], {
-      redisOptions: { maxRetriesPerRequest: null },
-    });
-    const queue = new Queue(DELIVERY_QUEUE, { connection: probe, prefix });
+    ),
+    HANG_MS,
+    'every receiver and worker started and connected to the Cluster',
+  );
+  // The test's own view of the queue, for the drain at the end.
+  const probe = new Cluster([{ host: '127.0.0.1', port: survivor.port }], {
+    redisOptions: { maxRetriesPerRequest: null },
+  });
+  const queue = new Queue(DELIVERY_QUEUE, { connection: probe, prefix });
 
-    const acknowledged = new Map<string, Sent>();
-    const handled = (id: string) => existsSync(join(audioDir, `${id}.json`));
-    /** Answers other than 2xx, by status. */
-    const refused = new Map<number, number>();
-    let next = 0;
-    let stopping = false;
-    try {
-      // Set from outside the senders' loops: read through a call, which TypeScript never narrows.
-      const stopped = () => stopping;
-      const senders = Array.from({ length: SENDERS }, async (_unused, sender) => {
-        let attempt = sender;
-        while (!stopped()) {
-          const id = `fo-${String(next++)}`;
-          const body = sampleDelivery('audio.ready', { id, cdnOrigin: cdn.origin });
-          let acked = false;
-          // As the provider does: the same delivery again until it is answered 2xx.
-          while (!acked && !stopped()) {
-            const started = Date.now();
-            const port = ports[attempt++ % ports.length]!;
-            const status = await withDeadline(postSigned(port, body), HANG_MS, `a POST to ${port}`);
-            acked = status >= 200 && status < 300;
-            if (acked) acknowledged.set(id, { id, sentAt: started, ackedAt: Date.now(), port });
-            else refused.set(status, (refused.get(status) ?? 0) + 1);
-            const pause = SEND_EVERY_MS - (Date.now() - started);
-            if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
-          }
+  const acknowledged = new Map<string, Sent>();
+  const handled = (id: string) => existsSync(join(audioDir, `${id}.json`));
+  /** Answers other than 2xx, by status. */
+  const refused = new Map<number, number>();
+  let next = 0;
+  let stopping = false;
+  try {
+    // Set from outside the senders' loops: read through a call, which TypeScript never narrows.
+    const stopped = () => stopping;
+    const senders = Array.from({ length: SENDERS }, async (_unused, sender) => {
+      let attempt = sender;
+      while (!stopped()) {
+        const id = `fo-${String(next++)}`;
+        const body = sampleDelivery('audio.ready', { id, cdnOrigin: cdn.origin });
+        let acked = false;
+        // As the provider does: the same delivery again until it is answered 2xx.
+        while (!acked && !stopped()) {
+          const started = Date.now();
+          const port = ports[attempt++ % ports.length]!;
+          const status = await withDeadline(postSigned(port, body), HANG_MS, `a POST to ${port}`);
+          acked = status >= 200 && status < 300;
+          if (acked) acknowledged.set(id, { id, sentAt: started, ackedAt: Date.now(), port });
+          else refused.set(status, (refused.get(status) ?? 0) + 1);
+          const pause = SEND_EVERY_MS - (Date.now() - started);
+          if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
         }
-      });
-      const sending = Promise.all(senders);
-      sending.catch(() => undefined);
-
-      await waitFor(
-        `${BEFORE} deliveries acknowledged and some handled before the kill`,
-        () =>
-          Promise.resolve(
-            acknowledged.size >= BEFORE && [...acknowledged.keys()].filter(handled).length >= 20
-              ? true
-              : undefined,
-          ),
-        { timeoutMs: HANG_MS },
-      );
-
-      // Everything acknowledged before `syncedAt` is in the primary's replication stream below
-      // `offset` (a 2xx comes after the write ran); once the replica has read that far, it holds it.
-      const syncedAt = Date.now();
-      const offset = Number(
-        infoField(await ask(primary.port, 'INFO', 'replication'), 'master_repl_offset'),
-      );
-      await waitFor(
-        `the replica on ${replica.port} to read the primary's stream up to offset ${offset}`,
-        async () => {
-          const info = await ask(replica.port, 'INFO', 'replication');
-          return Number(infoField(info, 'slave_repl_offset')) >= offset ? true : undefined;
-        },
-        { timeoutMs: SHORT_MS, everyMs: 10 },
-      );
-      const killedAt = Date.now();
-      await primary.stop();
-
-      await waitFor(
-        `the replica on ${replica.port} promoted to serve slot ${slot}, cluster_state:ok`,
-        async () => {
-          const seen = await clusterNodes(survivor.port);
-          const state = infoField(await ask(survivor.port, 'CLUSTER', 'INFO'), 'cluster_state');
-          return ownerOf(seen, slot)?.port === replica.port && state === 'ok' ? true : undefined;
-        },
-        { timeoutMs: HANG_MS, everyMs: 50 },
-      );
-      const promotedAt = Date.now();
-
-      // (a) Each receiver answers 2xx again: a delivery sent to it after the promotion.
-      const after = () => [...acknowledged.values()].filter((sent) => sent.sentAt >= promotedAt);
-      await waitFor(
-        () =>
-          `${AFTER} deliveries sent after the promotion acknowledged, by both receivers ` +
-          `(${after().length} so far; answers other than 2xx ${JSON.stringify(Object.fromEntries(refused))})`,
-        () =>
-          Promise.resolve(
-            after().length >= AFTER && ports.every((port) => after().some((s) => s.port === port))
-              ? true
-              : undefined,
-          ),
-        { timeoutMs: HANG_MS },
-      );
-      stopping = true;
-      // Each sender's last POST is bounded by HANG_MS (a POST that hangs fails with its port).
-      await sending;
-
-      const all = [...acknowledged.values()];
-      const early = all.filter((sent) => sent.ackedAt < syncedAt);
-      const afterPromotion = all.filter((sent) => sent.sentAt >= promotedAt);
-
-      // (b) Every delivery acknowledged after the promotion, and every one acknowledged before
-      // the replica caught up, is handled; then nothing is left to run.
-      const mustSurvive = [...afterPromotion, ...early];
-      await waitFor(
-        () =>
-          `the ${mustSurvive.length} deliveries that must survive handled ` +
-          `(${mustSurvive.filter((sent) => handled(sent.id)).length} so far)`,
-        () => Promise.resolve(mustSurvive.every((sent) => handled(sent.id)) ? true : undefined),
-        { timeoutMs: HANG_MS, everyMs: 250 },
-      );
-      const drained = await waitFor(
-        'the queue drained (nothing waiting, active, delayed or prioritized)',
-        async () => {
-          const counts = await queue.getJobCounts(
-            'wait',
-            'active',
-            'delayed',
-            'prioritized',
-            'completed',
-            'failed',
-          );
-          const pending = counts.wait! + counts.active! + counts.delayed! + counts.prioritized!;
-          return pending === 0 ? counts : undefined;
-        },
-        { timeoutMs: HANG_MS, everyMs: 250 },
-      );
-
-      // Handled once: one download per item, by whichever worker, and one fetch from the CDN. A
-      // line reaches this test through a pipe, after its file: each stored item's is waited for.
-      const downloadsSeen = () => {
-        const seen = new Map<string, number>();
-        for (const worker of workers)
-          for (const line of worker.logs)
-            if (line.msg === 'audio downloaded')
-              seen.set(String(line.id), (seen.get(String(line.id)) ?? 0) + 1);
-        return seen;
-      };
-      const downloads = await waitFor(
-        'a download logged for every stored item',
-        () => {
-          const seen = downloadsSeen();
-          return Promise.resolve(
-            all.every((sent) => !handled(sent.id) || seen.has(sent.id)) ? seen : undefined,
-          );
-        },
-        { timeoutMs: SHORT_MS },
-      );
-      const twice = all.filter(
-        (sent) => (downloads.get(sent.id) ?? 0) > 1 || (cdn.hits.get(`/${sent.id}.mp3`) ?? 0) > 1,
-      );
-      const stored = (sent: Sent) =>
-        handled(sent.id) &&
-        (JSON.parse(readFileSync(join(audioDir, `${sent.id}.json`), 'utf8')) as { id: string })
-          .id === sent.id;
-      const recovered = ports.map(
-        (port) =>
-          Math.min(...afterPromotion.filter((s) => s.port === port).map((s) => s.ackedAt)) -
-          killedAt,
-      );
-
-      // (a) Both receivers answered 2xx to deliveries sent after the promotion.
-      expect(recovered.every((ms) => Number.isFinite(ms) && ms < HANG_MS)).toBe(true);
-      // (b) After the promotion: every acknowledged delivery handled exactly once.
-      expect(afterPromotion.filter((sent) => !stored(sent)).map((s) => s.id)).toEqual([]);
-      expect(
-        afterPromotion.filter((sent) => downloads.get(sent.id) !== 1).map((s) => s.id),
-      ).toEqual([]);
-      // (c) Each worker process took jobs after the promotion.
-      for (const worker of workers) {
-        const since = worker.logs.filter(
-          (line) => line.msg === 'audio downloaded' && time(line) > promotedAt,
-        );
-        expect(since.length).toBeGreaterThan(0);
       }
-      // (d) Before the kill: what the replica had read is all there, once; the last instant's
-      // deliveries may be lost (asynchronous replication) but none is handled twice.
-      expect(early.length).toBeGreaterThanOrEqual(BEFORE);
-      expect(early.filter((sent) => !stored(sent)).map((s) => s.id)).toEqual([]);
-      expect(twice.map((s) => s.id)).toEqual([]);
-      expect(drained.failed).toBe(0);
-    } finally {
-      stopping = true;
-      await queue.close().catch(() => undefined);
-      probe.disconnect();
+    });
+    const sending = Promise.all(senders);
+    sending.catch(() => undefined);
+
+    await waitFor(
+      `${BEFORE} deliveries acknowledged and some handled before the kill`,
+      () =>
+        Promise.resolve(
+          acknowledged.size >= BEFORE && [...acknowledged.keys()].filter(handled).length >= 20
+            ? true
+            : undefined,
+        ),
+      { timeoutMs: HANG_MS },
+    );
+
+    // Everything acknowledged before `syncedAt` is in the primary's replication stream below
+    // `offset` (a 2xx comes after the write ran); once the replica has read that far, it holds it.
+    const syncedAt = Date.now();
+    const offset = Number(
+      infoField(await ask(primary.port, 'INFO', 'replication'), 'master_repl_offset'),
+    );
+    await waitFor(
+      `the replica on ${replica.port} to read the primary's stream up to offset ${offset}`,
+      async () => {
+        const info = await ask(replica.port, 'INFO', 'replication');
+        return Number(infoField(info, 'slave_repl_offset')) >= offset ? true : undefined;
+      },
+      { timeoutMs: SHORT_MS, everyMs: 10 },
+    );
+    const killedAt = Date.now();
+    await primary.stop();
+
+    await waitFor(
+      `the replica on ${replica.port} promoted to serve slot ${slot}, cluster_state:ok`,
+      async () => {
+        const seen = await clusterNodes(survivor.port);
+        const state = infoField(await ask(survivor.port, 'CLUSTER', 'INFO'), 'cluster_state');
+        return ownerOf(seen, slot)?.port === replica.port && state === 'ok' ? true : undefined;
+      },
+      { timeoutMs: HANG_MS, everyMs: 50 },
+    );
+    const promotedAt = Date.now();
+
+    // (a) Each receiver answers 2xx again: a delivery sent to it after the promotion.
+    const after = () => [...acknowledged.values()].filter((sent) => sent.sentAt >= promotedAt);
+    await waitFor(
+      () =>
+        `${AFTER} deliveries sent after the promotion acknowledged, by both receivers ` +
+        `(${after().length} so far; answers other than 2xx ${JSON.stringify(Object.fromEntries(refused))})`,
+      () =>
+        Promise.resolve(
+          after().length >= AFTER && ports.every((port) => after().some((s) => s.port === port))
+            ? true
+            : undefined,
+        ),
+      { timeoutMs: HANG_MS },
+    );
+    stopping = true;
+    // Each sender's last POST is bounded by HANG_MS (a POST that hangs fails with its port).
+    await sending;
+
+    const all = [...acknowledged.values()];
+    const early = all.filter((sent) => sent.ackedAt < syncedAt);
+    const afterPromotion = all.filter((sent) => sent.sentAt >= promotedAt);
+
+    // (b) Every delivery acknowledged after the promotion, and every one acknowledged before
+    // the replica caught up, is handled; then nothing is left to run.
+    const mustSurvive = [...afterPromotion, ...early];
+    await waitFor(
+      () =>
+        `the ${mustSurvive.length} deliveries that must survive handled ` +
+        `(${mustSurvive.filter((sent) => handled(sent.id)).length} so far)`,
+      () => Promise.resolve(mustSurvive.every((sent) => handled(sent.id)) ? true : undefined),
+      { timeoutMs: HANG_MS, everyMs: 250 },
+    );
+    const drained = await waitFor(
+      'the queue drained (nothing waiting, active, delayed or prioritized)',
+      async () => {
+        const counts = await queue.getJobCounts(
+          'wait',
+          'active',
+          'delayed',
+          'prioritized',
+          'completed',
+          'failed',
+        );
+        const pending = counts.wait! + counts.active! + counts.delayed! + counts.prioritized!;
+        return pending === 0 ? counts : undefined;
+      },
+      { timeoutMs: HANG_MS, everyMs: 250 },
+    );
+
+    // Handled once: one download per item, by whichever worker, and one fetch from the CDN. A
+    // line reaches this test through a pipe, after its file: each stored item's is waited for.
+    const downloadsSeen = () => {
+      const seen = new Map<string, number>();
+      for (const worker of workers)
+        for (const line of worker.logs)
+          if (line.msg === 'audio downloaded')
+            seen.set(String(line.id), (seen.get(String(line.id)) ?? 0) + 1);
+      return seen;
+    };
+    const downloads = await waitFor(
+      'a download logged for every stored item',
+      () => {
+        const seen = downloadsSeen();
+        return Promise.resolve(
+          all.every((sent) => !handled(sent.id) || seen.has(sent.id)) ? seen : undefined,
+        );
+      },
+      { timeoutMs: SHORT_MS },
+    );
+    const twice = all.filter(
+      (sent) => (downloads.get(sent.id) ?? 0) > 1 || (cdn.hits.get(`/${sent.id}.mp3`) ?? 0) > 1,
+    );
+    const stored = (sent: Sent) =>
+      handled(sent.id) &&
+      (JSON.parse(readFileSync(join(audioDir, `${sent.id}.json`), 'utf8')) as { id: string }).id ===
+        sent.id;
+    const recovered = ports.map(
+      (port) =>
+        Math.min(...afterPromotion.filter((s) => s.port === port).map((s) => s.ackedAt)) - killedAt,
+    );
+
+    // (a) Both receivers answered 2xx to deliveries sent after the promotion.
+    expect(recovered.every((ms) => Number.isFinite(ms) && ms < HANG_MS)).toBe(true);
+    // (b) After the promotion: every acknowledged delivery handled exactly once.
+    expect(afterPromotion.filter((sent) => !stored(sent)).map((s) => s.id)).toEqual([]);
+    expect(afterPromotion.filter((sent) => downloads.get(sent.id) !== 1).map((s) => s.id)).toEqual(
+      [],
+    );
+    // (c) Each worker process took jobs after the promotion.
+    for (const worker of workers) {
+      const since = worker.logs.filter(
+        (line) => line.msg === 'audio downloaded' && time(line) > promotedAt,
+      );
+      expect(since.length).toBeGreaterThan(0);
     }
-  },
-  TEST_MS,
-);
+    // (d) Before the kill: what the replica had read is all there, once; the last instant's
+    // deliveries may be lost (asynchronous replication) but none is handled twice.
+    expect(early.length).toBeGreaterThanOrEqual(BEFORE);
+    expect(early.filter((sent) => !stored(sent)).map((s) => s.id)).toEqual([]);
+    expect(twice.map((s) => s.id)).toEqual([]);
+    expect(drained.failed).toBe(0);
+  } finally {
+    stopping = true;
+    await queue.close().catch(() => undefined);
+    probe.disconnect();
+  }
+}, 470_000);
