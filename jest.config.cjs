@@ -58,7 +58,10 @@ const shared = {
 
 // eslint-disable-next-line no-undef -- CommonJS config file
 module.exports = {
-  testTimeout: 30000,
+  // A bound on a hang, not on speed: on a loaded machine (the suite beside CPU-bound work) a
+  // test that starts several processes one after another (a CLI per step) takes several times
+  // its quiet time. The tests' own waits have shorter bounds that name what they wait for.
+  testTimeout: 90000,
   // Most tests wait on Redis, brokers, child processes and timers rather than compute: three
   // workers on 2 cores finish the whole suite in about 60 % of one worker's time. Ports are
   // each worker's own (harness/private-redis.ts freePort), dist/ is built once by the

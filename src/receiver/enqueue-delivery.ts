@@ -129,7 +129,8 @@ const HANDOFF_MS = 10_000;
 
 /**
  * Runs before the add in its MULTI. A pair not seen: the mark is set to the new job's id and the
- * add goes ahead. A pair seen: BullMQ's deduplication key is set to the job the mark names, so
+ * add goes ahead, BullMQ's key deleted so that a handoff outliving the mark (a re-send in the
+ * mark's last seconds) does not answer for it: the mark alone decides. A pair seen: BullMQ's deduplication key is set to the job the mark names, so
  * the add that follows deduplicates to it, whether or not that job (or BullMQ's key, which
  * removing a job deletes) still exists. A BullMQ key written before the mark existed (a receiver
  * of an earlier version) counts as seen, and becomes a mark.
@@ -142,6 +143,7 @@ if not held then
   held = redis.call('GET', KEYS[3])
   if not held then
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    redis.call('DEL', KEYS[2])
     return 0
   end
   local left = redis.call('PTTL', KEYS[3])

@@ -1,3 +1,5 @@
+import type { ChildProcess } from 'node:child_process';
+
 /** What the current test set up and must take down, newest first. */
 const pending: (() => unknown)[] = [];
 
@@ -23,3 +25,25 @@ afterEach(async () => {
   }
   if (errors.length > 0) throw new AggregateError(errors, 'a cleanup after the test failed');
 });
+
+/**
+ * Kills `child` with SIGKILL once the current test has finished, should it still run, and waits
+ * for its exit: a test that fails while it waits on a child leaves nothing running.
+ */
+export function killAfterTest(child: ChildProcess): void {
+  const ended = () => child.exitCode !== null || child.signalCode !== null;
+  const exited = new Promise<void>((resolve) => {
+    if (ended()) resolve();
+    child.once('exit', () => {
+      resolve();
+    });
+    // A child that never started emits no exit.
+    child.once('error', () => {
+      resolve();
+    });
+  });
+  afterTest(async () => {
+    if (child.pid !== undefined && !ended()) child.kill('SIGKILL');
+    await exited;
+  });
+}

@@ -66,14 +66,47 @@ describe('the dedupe mark outlives the job', () => {
     expect(await redis.get(mark)).toBe(job?.id);
   });
 
+  it('once the mark expires, a re-send is accepted and handled again, then a duplicate again', async () => {
+    const delivery = sampleDelivery('audio.failed', { id: 'expired' });
+    const { mark } = dedupeKeys(receiver.config.queuePrefix, 'audio.failed', 'expired');
+    const redis = receiver.redis as Redis;
+    const first = await post(delivery).expect(202);
+    expect(first.body).toEqual({ received: true, duplicate: false });
+    const before = await post(delivery).expect(200);
+    expect(before.body).toEqual({ received: true, duplicate: true });
+    expect(await jobCount()).toBe(1);
+
+    // Its DEDUPE_TTL_SECONDS run out now: an expiry time in the past ends the key at once.
+    expect(await redis.pexpireat(mark, 1)).toBe(1);
+    const after = await post(delivery).expect(202);
+    expect(after.body).toEqual({ received: true, duplicate: false });
+    const jobs = await receiver.queue.getJobs(['waiting']);
+    expect(jobs).toHaveLength(2);
+    const [older, newer] = jobs.sort((a, b) => a.timestamp - b.timestamp);
+    expect(older?.id).not.toBe(newer?.id);
+    // The new mark names the new job and lasts the whole DEDUPE_TTL_SECONDS again.
+    expect(await redis.get(mark)).toBe(newer?.id);
+    expect(await redis.ttl(mark)).toBeGreaterThan(receiver.config.dedupeTtlSeconds - 60);
+
+    const again = await post(delivery).expect(200);
+    expect(again.body).toEqual({ received: true, duplicate: true });
+    expect(await jobCount()).toBe(2);
+  });
+
   it('the same event and data.id with another body is a duplicate; another event is not', async () => {
-    await post(sampleDelivery('audio.failed', { id: 'same', data: { reason: 'one' } })).expect(202);
+    const first = sampleDelivery('audio.failed', { id: 'same', data: { reason: 'one' } });
+    await post(first).expect(202);
     const other = await post(
       sampleDelivery('audio.failed', { id: 'same', data: { reason: 'two' } }),
     );
     expect(other.status).toBe(200);
     expect(other.body).toEqual({ received: true, duplicate: true });
+    // One job, holding the body accepted first, byte for byte.
+    const jobs = await receiver.queue.getJobs(['waiting']);
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]?.data.body).toBe(signed(first).raw);
     await post(sampleDelivery('key.revoked', { id: 'same' })).expect(202);
+    expect(await jobCount()).toBe(2);
   });
 
   it('pairs that would spell the same joined string stay apart', async () => {

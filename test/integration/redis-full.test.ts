@@ -101,7 +101,6 @@ describe("Redis's eviction policy", () => {
     await post(receiver, sampleDelivery('audio.failed')).expect(202);
 
     await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
-    const started = Date.now();
     await eventually(
       async () => ((await request(receiver.app).get('/readyz')).status === 503 ? true : undefined),
       { timeoutMs: 10_000 },
@@ -115,7 +114,6 @@ describe("Redis's eviction policy", () => {
     expect(log.lines.some((l) => /maxmemory-policy is allkeys-lru/.test(l.msg))).toBe(true);
     const metrics = await request(receiver.app).get('/metrics').expect(200);
     expect(metrics.text).toMatch(/webhook_redis_holding\{reason="eviction_policy"\} 1/);
-    expect(Date.now() - started).toBeLessThan(10_000);
 
     await admin.config('SET', 'maxmemory-policy', 'noeviction');
     await eventually(

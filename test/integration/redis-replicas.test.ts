@@ -43,8 +43,9 @@ describe('REDIS_WAIT_REPLICAS', () => {
     receiver = await createTestReceiver({
       REDIS_URL: primary.url,
       REDIS_WAIT_REPLICAS: '1',
-      // Generous: the point is sharing, on a loaded 2-core CI where the replica may lag.
-      REDIS_WAIT_TIMEOUT_MS: '3000',
+      // Generous: the point is sharing. It bounds the whole store of each delivery, which 200 at
+      // once in this one process stretch on a loaded 2-core machine.
+      REDIS_WAIT_TIMEOUT_MS: '15000',
     });
     const redis = new Redis(primary.url);
     try {
@@ -55,7 +56,6 @@ describe('REDIS_WAIT_REPLICAS', () => {
       expect(answers.map((res) => res.status)).toEqual(Array(200).fill(202));
       const stats = await redis.info('commandstats');
       const waits = Number(/cmdstat_wait:calls=(\d+)/.exec(stats)?.[1]);
-      process.stdout.write(`WAIT: ${waits} WAIT commands for 200 concurrent deliveries\n`);
       expect(waits).toBeGreaterThan(0);
       expect(waits).toBeLessThan(200);
     } finally {

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createArchive } from '../../src/archive/archive';
 import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
+import { killAfterTest } from '../helpers/after-test';
 import { runCliProcess } from '../helpers/replay-app';
 import { deleteKeys } from '../helpers/test-receiver';
 
@@ -43,6 +44,8 @@ async function onTerminal(args: string, answer?: string) {
     env: { PATH: process.env.PATH ?? '', TERM: 'xterm', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
+  // A CLI that never asks, or never ends, is killed with its terminal (a hang-up ends the CLI).
+  killAfterTest(child);
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => {
     output += chunk.toString();

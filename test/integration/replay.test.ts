@@ -400,9 +400,6 @@ it('a dry run beside live traffic: every delivery archived before it is listed o
   ]);
   expect(listed.code).toBe(0);
   const ids = (JSON.parse(listed.stdout) as { id: string }[]).map((row) => row.id);
-  console.log(
-    `dry run beside live traffic: ${ids.length - before.length} of ${during.length} archived meanwhile were listed`,
-  );
   expect(ids.length).toBe(new Set(ids).size);
   expect(before.every((id) => ids.includes(id))).toBe(true);
   expect(ids.every((id) => before.includes(id) || during.includes(id))).toBe(true);
@@ -423,12 +420,10 @@ it('5,000 archived deliveries replayed by time range: each handled once, in boun
     timeoutMs: 60_000,
   });
 
-  const started = performance.now();
   const replay = await runCliProcess(
     ['replay', '--since', '10m', '--event', 'audio.failed'],
     app.cliEnv,
   );
-  const enqueueSeconds = (performance.now() - started) / 1000;
   expect(replay.code).toBe(0);
   expect(replay.stdout).toBe('5000 deliveries put on the queue again\n');
   // Not a terminal: plain progress lines, one per batch of 500.
@@ -445,7 +440,6 @@ it('5,000 archived deliveries replayed by time range: each handled once, in boun
     },
     { timeoutMs: 90_000 },
   );
-  const handledSeconds = (performance.now() - started) / 1000;
   const queue = `${app.cliEnv.QUEUE_PREFIX}:deliveries`;
   await eventually(async () =>
     (await redis.llen(`${queue}:active`)) + (await redis.zcard(`${queue}:prioritized`)) === 0
@@ -464,9 +458,6 @@ it('5,000 archived deliveries replayed by time range: each handled once, in boun
   );
   const growthMb = (replay.maxRssBytes - idle.maxRssBytes) / 1048576;
   expect(growthMb).toBeLessThan(64);
-  console.log(
-    `replay of 5,000: enqueued in ${enqueueSeconds.toFixed(1)} s, all handled after ${handledSeconds.toFixed(1)} s; CLI peak RSS ${(replay.maxRssBytes / 1048576).toFixed(1)} MB (${growthMb.toFixed(1)} MB over the same command finding nothing)`,
-  );
 }, 240_000);
 
 it('two replays of the same range at once queue each delivery once; the workers then handle each once', async () => {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { createArchive } from '../../src/archive/archive';
 import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
+import { killAfterTest } from '../helpers/after-test';
 
 // Worker pods share AUDIO_DIR (the Kubernetes base's ReadWriteMany claim), and under the Docker
 // image every container's node has the same PID. Two such writers are run here as they would be:
@@ -20,11 +21,18 @@ interface Writer {
   readonly exited: Promise<number | null>;
 }
 
-/** Runs `script` (CommonJS, `dist` in scope) as PID 1 of a PID namespace of its own. */
+/**
+ * Runs `script` (CommonJS, `dist` in scope) as PID 1 of a PID namespace of its own. Killed after
+ * the test should it still run (it waits on its stdin); `--kill-child` takes the namespace's
+ * PID 1 with unshare.
+ */
 function pidOne(script: string, dir: string): Writer {
-  const child = spawn('unshare', ['--pid', '--fork', process.execPath, '-e', script, DIST, dir], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    'unshare',
+    ['--pid', '--fork', '--kill-child', process.execPath, '-e', script, DIST, dir],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  killAfterTest(child);
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   return {
     lines,
