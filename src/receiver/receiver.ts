@@ -26,6 +26,7 @@ import { registerHoldGauge } from '../telemetry/redis-gauges.js';
 import { boundedOldestWaiting } from '../jobs/queue-readers.js';
 import { NO_CUSTOM_EVENTS, type CustomEvents } from '../hooks/custom-events.js';
 import type { DashboardOptions } from './admin-dashboard.js';
+import { storeOpener } from '../inspector/stored-audio.js';
 import { createArchive, type Archive } from '../archive/archive.js';
 import { EVENT_NAMES } from '../provider-spec/events.js';
 import type { AudioStore } from '../storage/audio-store.js';
@@ -155,6 +156,7 @@ export function createReceiver(
       dedupeTtlSeconds: config.dedupeTtlSeconds,
       events: [...EVENT_NAMES, ...customEvents.keys()],
       archive: archiveOpener(config, logger, openStore),
+      store: storeOpener(openStore, logger),
       forwarding: config,
     }),
   };
