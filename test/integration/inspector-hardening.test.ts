@@ -70,7 +70,10 @@ describe("the page's status box says only what the server wrote", () => {
 
   it('text in the address is never shown; an unknown code shows nothing', async () => {
     const query = new URLSearchParams({ problem: planted, done: planted, notice: planted });
-    for (const path of [`/admin/deliveries?${query.toString()}`, '/admin/deliveries?notice=constructor']) {
+    for (const path of [
+      `/admin/deliveries?${query.toString()}`,
+      '/admin/deliveries?notice=constructor',
+    ]) {
       const res = await get(path);
       expect(res.status).toBe(200);
       expect(res.text).not.toContain('evil.example');
