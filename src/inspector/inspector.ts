@@ -55,7 +55,7 @@ export interface InspectorDeps {
   /** The archive, for payloads and replays; undefined when there is none to read. */
   readonly archive: () => Promise<Archive | undefined>;
   /**
-   * The audio store, for the stored audio (stored-audio.ts's storeOpener).
+   * The audio store, for the stored audio (open-stores.ts).
    * @defaultValue none: the audio is not served
    */
   readonly store?: (() => Promise<AudioStore | undefined>) | undefined;

@@ -1,7 +1,6 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
-import type { Logger } from 'pino';
 import type { AudioStore } from '../storage/audio-store.js';
 import { HttpError } from '../http-server/http-errors.js';
 
@@ -30,24 +29,6 @@ const servedType = (stored: string) =>
   AUDIO_TYPE.test(stored.split(';')[0]?.trim() ?? '')
     ? (stored.split(';')[0]?.trim() ?? '')
     : 'application/octet-stream';
-
-/**
- * Opens a store once, the first time the audio is asked for, then keeps it (the web role opens
- * no store otherwise); one that cannot be opened is logged, answered as none, and tried again
- * the next time.
- */
-export function storeOpener(
-  open: () => Promise<AudioStore>,
-  logger: Logger,
-): () => Promise<AudioStore | undefined> {
-  let opened: Promise<AudioStore | undefined> | undefined;
-  return () =>
-    (opened ??= open().catch((error: unknown) => {
-      logger.warn({ err: error }, 'the inspector cannot open the audio store: audio not served');
-      opened = undefined;
-      return undefined;
-    }));
-}
 
 /**
  * Streams a stored item from the store to `res`, a chunk at a time (never the whole file in
