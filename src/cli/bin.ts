@@ -2,6 +2,16 @@ import { createInterface } from 'node:readline';
 import { loadDotEnv } from '../load-dotenv.js';
 import { messageOf } from './cli-errors.js';
 import { runCli } from './main.js';
+import { printable } from '../util/printable.js';
+
+// `| head` closes the pipe once it has the lines it wants: the rest of the answer has no reader,
+// and the command ends as a shell's own tools do, quietly and with success, whatever it was doing.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0);
+    throw error;
+  });
+}
 
 const stdout = { out: (text: string) => process.stdout.write(text) };
 // A question needs a person: one who reads the terminal (standard error) and types (standard
@@ -44,7 +54,7 @@ runCli(process.argv.slice(2), process.env, stdout, stderr).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(`audio-webhooks: ${messageOf(error)}\n`);
+    process.stderr.write(`audio-webhooks: ${printable(messageOf(error), '\n')}\n`);
     process.exitCode = 1;
   },
 );

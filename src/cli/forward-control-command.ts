@@ -115,7 +115,7 @@ async function pendingByName(config: Config, redis: RedisConnection) {
 function count(job: Job<ForwardJobData>, byName: Map<string, { count: number; oldest: number }>) {
   const given = job.data.refused ?? {};
   for (const name of job.data.destinations) {
-    if (name in given) continue;
+    if (Object.hasOwn(given, name)) continue;
     const known = byName.get(name) ?? { count: 0, oldest: Infinity };
     byName.set(name, { count: known.count + 1, oldest: Math.min(known.oldest, job.timestamp) });
   }

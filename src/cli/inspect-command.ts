@@ -9,6 +9,7 @@ import { deliveryTimeline, timelineTtlMs } from '../records/delivery-timeline.js
 import type { RedisConnection } from '../redis/connections.js';
 import { OperationalError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
+import { printable } from '../util/printable.js';
 import { openArchiveArea } from './replay-command.js';
 
 /**
@@ -54,8 +55,9 @@ export async function runInspect(
     if (flags.json) output.out(`${JSON.stringify(found.api)}\n`);
     else printDetail(found, output);
     for (const other of others) {
+      const [shown, event] = [printable(id), printable(other.summary.event)];
       errors.out(
-        `audio-webhooks: ${id} was also received as ${other.summary.event} (inspect ${id} --event ${other.summary.event})\n`,
+        `audio-webhooks: ${shown} was also received as ${event} (inspect ${shown} --event ${event})\n`,
       );
     }
     return 0;
@@ -66,11 +68,12 @@ export async function runInspect(
 
 function printDetail({ api, jobId, failedReason, destinations }: DetailView, output: Output) {
   const paused = new Set(destinations.filter((d) => d.state === 'paused').map((d) => d.name));
+  // Line breaks in the sender's text are escaped here; the rest at the edge (print.ts).
   const lines = [
-    `${api.event} ${api.id}: ${api.state.toUpperCase()}`,
+    `${printable(api.event)} ${printable(api.id)}: ${api.state.toUpperCase()}`,
     `received   ${api.received_at} (${age(api.received_at)})`,
     `attempts   ${api.attempts}; sent again by the provider ${api.duplicates} time(s), answered duplicate`,
-    `job        ${jobId ?? '(gone)'}${failedReason === undefined ? '' : `; failed because: ${failedReason}`}`,
+    `job        ${jobId ?? '(gone)'}${failedReason === undefined ? '' : `; failed because: ${printable(failedReason)}`}`,
     `stored     ${api.stored === null ? '(nothing)' : JSON.stringify(api.stored)}`,
     `payload    ${api.payload === null ? '(no longer kept)' : JSON.stringify(api.payload)}`,
     '',

@@ -4,7 +4,7 @@ import { ConfigError, loadConfig, type Config } from '../config/config.js';
 import { createDeliveryQueue } from '../queue/delivery-queue.js';
 import { RedisUnreachableError } from '../redis/connections.js';
 import { MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
-import type { Output } from './print.js';
+import { safeOutput, type Output } from './print.js';
 import { listFailed, listFailures, listRevokedKeys, retryFailed } from './queue-commands.js';
 import { createForwardQueue } from '../forwarding/forward-queue.js';
 import { runTts, runVoices } from './provider-commands.js';
@@ -62,13 +62,18 @@ const ACCEPTS: Readonly<Record<string, readonly string[]>> = {
   inspect: ['json', 'event'],
 };
 
-/** Runs one command; returns the exit code. Standard output only carries the command's answer. */
+/**
+ * Runs one command; returns the exit code. Standard output only carries the command's answer.
+ * Both streams are written through print.ts's safeOutput, whatever the command.
+ */
 export async function runCli(
   argv: readonly string[],
   env: NodeJS.ProcessEnv,
-  output: Output,
-  errors: ReplayErrors,
+  rawOutput: Output,
+  rawErrors: ReplayErrors,
 ): Promise<number> {
+  const errors = safeOutput(rawErrors, false);
+  let output = safeOutput(rawOutput, false);
   try {
     const { values, positionals } = parseArgs({
       args: [...argv],
@@ -76,16 +81,18 @@ export async function runCli(
       allowPositionals: true,
       strict: true,
     });
+    output = safeOutput(rawOutput, values.json === true);
     const [command, ...rest] = positionals;
     if (command === 'help' || (values.help === true && command === undefined)) {
       output.out(rest[0] === undefined ? USAGE : commandUsage(rest[0]));
       return 0;
     }
-    if (values.help === true && command !== undefined && command in COMMANDS) {
+    if (values.help === true && command !== undefined && Object.hasOwn(COMMANDS, command)) {
       output.out(commandUsage(command));
       return 0;
     }
-    const accepted = command === undefined ? undefined : ACCEPTS[command];
+    const accepted =
+      command === undefined || !Object.hasOwn(ACCEPTS, command) ? undefined : ACCEPTS[command];
     if (command === undefined || accepted === undefined)
       throw new UsageError(command ? `unknown command ${command}` : 'no command');
     const extra = Object.keys(values).filter((key) => !accepted.includes(key));
@@ -180,7 +187,7 @@ export async function runCli(
   } catch (error: unknown) {
     if (error instanceof UsageError || isParseArgsError(error)) {
       // One line, and where the rest is: the whole help buried the line that mattered.
-      const command = argv.find((arg) => arg in COMMANDS && arg !== 'help');
+      const command = argv.find((arg) => Object.hasOwn(COMMANDS, arg) && arg !== 'help');
       const help = command === undefined ? 'help' : `help ${command}`;
       errors.out(`audio-webhooks: ${error.message} (see: audio-webhooks ${help})\n`);
       return 2;

@@ -119,8 +119,8 @@ async function failedForwards(queue: ForwardQueue): Promise<Row[]> {
       at: job.finishedOn === undefined ? null : new Date(job.finishedOn).toISOString(),
       destination,
       message_id: job.data.messageId,
-      reason: job.data.reasons?.[destination] ?? job.failedReason,
-      attempts: job.data.attempted?.[destination] ?? job.attemptsMade,
+      reason: own(job.data.reasons, destination) ?? job.failedReason,
+      attempts: own(job.data.attempted, destination) ?? job.attemptsMade,
       // As earlier versions named it, for scripts that read it.
       failed_at: job.finishedOn === undefined ? null : new Date(job.finishedOn).toISOString(),
     })),
@@ -191,6 +191,11 @@ async function retryAll(queue: ForwardQueue): Promise<number> {
     for (const job of page) await retryAfresh(job);
     count += page.length;
   }
+}
+
+/** A destination's entry of a per-destination map: a name like `constructor` is no inherited one's. */
+function own<T>(map: Readonly<Record<string, T>> | undefined, name: string): T | undefined {
+  return map !== undefined && Object.hasOwn(map, name) ? map[name] : undefined;
 }
 
 /** The item's data.id, from the message itself (the message id may be a hash of it). */

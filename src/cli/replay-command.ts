@@ -17,6 +17,7 @@ import type { ArchiveArea } from '../storage/audio-store.js';
 import { createAudioStore } from '../storage/create-audio-store.js';
 import { OperationalError, UsageError } from './cli-errors.js';
 import type { Output } from './print.js';
+import { printable } from '../util/printable.js';
 import { counted } from '../util/counted.js';
 import { startProgress } from './progress.js';
 
@@ -191,8 +192,9 @@ export async function runReplay(
     if (args.json) output.out('[');
     else output.out(`${'received_at'.padEnd(24)}  ${'event'.padEnd(16)}  id\n`);
     for await (const entry of selected) {
+      const { received_at: at, event, id } = entry;
       if (args.json) output.out(`${count === 0 ? '' : ','}${JSON.stringify(row(entry))}`);
-      else output.out(`${entry.received_at.padEnd(24)}  ${entry.event.padEnd(16)}  ${entry.id}\n`);
+      else output.out(`${at.padEnd(24)}  ${printable(event).padEnd(16)}  ${printable(id)}\n`);
       count++;
     }
     if (args.json) output.out(']\n');

@@ -4,6 +4,7 @@ import { compileFilter, type FilterableMessage } from '../config/message-filter.
 import { counted } from '../util/counted.js';
 import { UsageError } from './cli-errors.js';
 import type { Output } from './print.js';
+import { printable } from '../util/printable.js';
 import { openArchiveArea, rangeQuery, unreadableNotes } from './replay-command.js';
 
 export interface TestFilterArgs {
@@ -71,7 +72,9 @@ export async function runTestFilter(
       `matched ${matched} of ${counted(read, 'archived delivery', 'archived deliveries')} read\n`,
     );
     if (ids.length > 0)
-      output.out(`first ${counted(ids.length, 'id', 'ids')} matched:\n${ids.join('\n')}\n`);
+      output.out(
+        `first ${counted(ids.length, 'id', 'ids')} matched:\n${ids.map((id) => printable(id)).join('\n')}\n`,
+      );
   }
   unreadable.report();
   return 0;

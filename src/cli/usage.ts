@@ -56,7 +56,7 @@ exit codes: 0 success, 1 Redis, the store or the URL unreachable (or send got no
 `;
 
 export function commandUsage(command: string): string {
-  const entry = COMMANDS[command];
+  const entry = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
   return entry === undefined
     ? USAGE
     : `usage: audio-webhooks ${entry.synopsis}\n\n  ${entry.does}\n`;

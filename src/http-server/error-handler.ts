@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { addLogFields, requestIdOf, sendJson } from './request-state.js';
-import { HttpError } from './http-errors.js';
+import { clientErrorOf, HttpError } from './http-errors.js';
 
 /** Unmatched paths get the same JSON error shape as everything else. */
 export const notFound: RequestHandler = (_req, res) => {
@@ -11,12 +11,13 @@ export const notFound: RequestHandler = (_req, res) => {
 
 /**
  * Every error answer: the body is `{"detail": "…"}`, the shape the provider itself uses. A
- * client's error (4xx) and a 503 are expected: the detail rides on the request's one log line,
- * no stack. Other trouble of ours (5xx) is logged with its cause; unexpected errors are answered
+ * client's error (4xx, Express's own parts' included: http-errors.ts's clientErrorOf) and a 503
+ * are expected: the detail rides on the request's one log line, no stack. Other trouble of ours (5xx) is logged with its cause; unexpected errors are answered
  * without internals.
  */
-export function answerError(res: ServerResponse, error: unknown, logger: Logger): void {
+export function answerError(res: ServerResponse, thrown: unknown, logger: Logger): void {
   const reqId = requestIdOf(res);
+  const error = clientErrorOf(thrown) ?? thrown;
   if (error instanceof HttpError) {
     // 503 is an outage the sender retries through: the outage is logged once where it starts
     // (redis/watch-redis.ts) and the refusals counted in /metrics; a stack per refused delivery

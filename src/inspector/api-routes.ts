@@ -8,6 +8,7 @@ import {
   type ListQuery,
 } from './delivery-records.js';
 import type { ActionResult, Inspector } from './inspector.js';
+import { sendStoredAudio, storedItemOf } from './stored-audio.js';
 
 /** Where the page and the API live, beside the queue dashboard's /admin/queues. */
 export const INSPECTOR_PAGE = '/admin/deliveries';
@@ -99,6 +100,15 @@ export function inspectorApi(inspector: Inspector): Router {
     const found = await inspector.detail(req.params.event, req.params.id);
     if (found === undefined) throw new HttpError(404, 'no delivery of that event and id is kept');
     res.json(found.api);
+  });
+  router.get(`${INSPECTOR_API}/deliveries/:event/:id/audio`, async (req, res) => {
+    const found = await inspector.detail(req.params.event, req.params.id);
+    if (found === undefined) throw new HttpError(404, 'no delivery of that event and id is kept');
+    const item = storedItemOf(found.api.stored);
+    if (item === undefined) throw new HttpError(404, 'its handling stored no audio');
+    const store = await inspector.store();
+    if (store === undefined) throw new HttpError(404, 'the audio store cannot be read here');
+    await sendStoredAudio(res, store, item);
   });
   router.post(`${INSPECTOR_API}/deliveries/:event/:id/retry`, async (req, res) => {
     answerAction(res, await inspector.retry(req.params.event, req.params.id));

@@ -25,7 +25,7 @@ const BULLMQ_STATES: Readonly<Record<string, DeliveryState>> = {
 
 /** The state a job's BullMQ state means, when the job still exists. */
 export function stateOfJob(state: string): DeliveryState | undefined {
-  return BULLMQ_STATES[state];
+  return Object.hasOwn(BULLMQ_STATES, state) ? BULLMQ_STATES[state] : undefined;
 }
 
 /** The record of one `event` + `data.id` pair, or undefined when none is kept. */
@@ -148,7 +148,9 @@ export function matches(record: ReadRecord, query: ListQuery): boolean {
   const { summary } = record;
   if (query.event !== undefined && summary.event !== query.event) return false;
   if (query.state !== undefined && summary.state !== query.state) return false;
-  if (query.destination !== undefined && !(query.destination in summary.forwards)) return false;
+  // Own names only: `in` would find `constructor` or `toString` in every record.
+  if (query.destination !== undefined && !Object.hasOwn(summary.forwards, query.destination))
+    return false;
   if (query.since !== undefined && record.score < query.since) return false;
   if (query.until !== undefined && record.score > query.until) return false;
   return true;

@@ -1,3 +1,5 @@
+import { printable } from '../util/printable.js';
+
 /**
  * HTML built from templates whose every interpolation is escaped, unless it is itself `Html`
  * (made by this tag): the inspector's pages show what senders wrote (ids, payloads, reasons),
@@ -19,6 +21,18 @@ const ESCAPES: Readonly<Record<string, string>> = {
   "'": '&#39;',
 };
 
+/**
+ * A form field's value, sent back as it is when the form is submitted: HTML-escaped only, so a
+ * search for an id holding a bidi character searches for that character.
+ */
+export const verbatim = (text: string) => new Html(escapeHtml(text));
+
+/**
+ * A sender's id in running text: isolated (`<bdi>`: its direction cannot reorder what is around
+ * it), every unsafe character visible, line breaks too.
+ */
+export const isolated = (id: string) => new Html(`<bdi>${escapeHtml(printable(id))}</bdi>`);
+
 /** Text made safe for an element's content or a quoted attribute. */
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (char) => ESCAPES[char] ?? char);
@@ -30,10 +44,14 @@ function render(part: Part): string {
   if (part instanceof Html) return part.text;
   if (Array.isArray(part)) return part.map(render).join('');
   if (part === null || part === undefined || part === false) return '';
-  return escapeHtml(String(part));
+  return escapeHtml(printable(String(part), '\n'));
 }
 
-/** `html\`<td>${id}</td>\``: `id` escaped; arrays joined; null, undefined and false left out. */
+/**
+ * `html\`<td>${id}</td>\``: `id` escaped, with every character a page would hide or obey (bidi
+ * overrides, zero widths, controls: util/printable.ts) shown as `\u{…}`, line breaks kept;
+ * arrays joined; null, undefined and false left out.
+ */
 export function html(strings: TemplateStringsArray, ...parts: readonly Part[]): Html {
   let text = strings[0] ?? '';
   parts.forEach((part, index) => {

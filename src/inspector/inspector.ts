@@ -8,6 +8,7 @@ import type { DestinationSettings } from '../config/resolve-destinations.js';
 import type { DeliveryQueue } from '../queue/delivery-queue.js';
 import type { DeliveryTimeline } from '../records/delivery-timeline.js';
 import type { RedisConnection } from '../redis/connections.js';
+import type { AudioStore } from '../storage/audio-store.js';
 import { withDeadline } from '../util/deadline.js';
 import {
   listRecords,
@@ -19,6 +20,7 @@ import {
   type TimelineStep,
 } from './delivery-records.js';
 import { findById, findDelivery } from './find-delivery.js';
+import type { NoticeCode } from './notices.js';
 
 /**
  * One delivery whole, as `GET /admin/api/deliveries/<event>/<id>` answers (CONTRACT.md,
@@ -52,15 +54,31 @@ export interface InspectorDeps {
   readonly events: readonly string[];
   /** The archive, for payloads and replays; undefined when there is none to read. */
   readonly archive: () => Promise<Archive | undefined>;
+  /**
+   * The audio store, for the stored audio (open-stores.ts).
+   * @defaultValue none: the audio is not served
+   */
+  readonly store?: (() => Promise<AudioStore | undefined>) | undefined;
   /** What forwarding's pause and resume read (the same as `forward pause`). */
   readonly forwarding: DestinationSettings &
     Pick<ForwardSettings, 'forwardPauseAfter' | 'forwardProbeSeconds'>;
 }
 
-/** The answer to an action: done, refused because of the delivery's state, or nothing found. */
-export type ActionResult =
-  | { readonly kind: 'done'; readonly message: string }
-  | { readonly kind: 'conflict' | 'unknown'; readonly message: string };
+/**
+ * The answer to an action: done, refused because of the delivery's state, or nothing found;
+ * `message` is the API's detail, `notice` what the page's status box says (notices.ts).
+ */
+export interface ActionResult {
+  readonly kind: 'done' | 'conflict' | 'unknown';
+  readonly message: string;
+  readonly notice: NoticeCode;
+}
+
+const UNKNOWN_DELIVERY: ActionResult = {
+  kind: 'unknown',
+  message: 'no such delivery',
+  notice: 'unknown_delivery',
+};
 
 /** Each archive read is bounded: a slow store makes a page say so, not hang. */
 const ARCHIVE_DEADLINE_MS = 5_000;
@@ -137,6 +155,8 @@ export function createInspector(deps: InspectorDeps) {
 
   return {
     detail,
+    /** The store the stored audio is read from; undefined when there is none to read. */
+    store: deps.store ?? (() => Promise.resolve(undefined)),
     /** Newest first; `id` narrows to that `data.id` (under every known event), the rest as ever. */
     async search(query: ListQuery & { readonly id?: string | undefined }) {
       if (query.id !== undefined) {
@@ -157,12 +177,20 @@ export function createInspector(deps: InspectorDeps) {
     /** A failed delivery's job runs again with fresh attempts, as `retry <jobId>` does. */
     async retry(event: string, id: string): Promise<ActionResult> {
       const found = await detail(event, id);
-      if (found === undefined) return { kind: 'unknown', message: 'no such delivery' };
+      if (found === undefined) return UNKNOWN_DELIVERY;
       if (found.api.state !== 'failed')
-        return { kind: 'conflict', message: `the delivery is ${found.api.state}, not failed` };
+        return {
+          kind: 'conflict',
+          message: `the delivery is ${found.api.state}, not failed`,
+          notice: 'not_failed',
+        };
       const job = found.jobId === undefined ? undefined : await queue.getJob(found.jobId);
       if (job === undefined || !(await job.isFailed()))
-        return { kind: 'conflict', message: 'its failed job is gone: replay it instead' };
+        return {
+          kind: 'conflict',
+          message: 'its failed job is gone: replay it instead',
+          notice: 'job_gone',
+        };
       await retryAfresh(job);
       const subject = { event, id, receivedAt: Date.parse(found.api.received_at) };
       await deps.timeline
@@ -172,30 +200,64 @@ export function createInspector(deps: InspectorDeps) {
           failedIndex: '-',
         })
         .catch(() => undefined);
-      return { kind: 'done', message: `job ${job.id ?? ''} put back on the queue` };
+      return {
+        kind: 'done',
+        message: `job ${job.id ?? ''} put back on the queue`,
+        notice: 'retried',
+      };
     },
     /** A handled delivery is queued again from the archive, as `replay --id` does. */
     async replay(event: string, id: string): Promise<ActionResult> {
       const found = await detail(event, id);
-      if (found === undefined) return { kind: 'unknown', message: 'no such delivery' };
+      if (found === undefined) return UNKNOWN_DELIVERY;
       if (found.api.state !== 'handled')
-        return { kind: 'conflict', message: `the delivery is ${found.api.state}, not handled` };
+        return {
+          kind: 'conflict',
+          message: `the delivery is ${found.api.state}, not handled`,
+          notice: 'not_handled',
+        };
       const entry = await archived(event, id, found.api.received_at);
       if (entry === undefined)
-        return { kind: 'conflict', message: 'nothing archived for it (ARCHIVE_RETENTION_HOURS)' };
+        return {
+          kind: 'conflict',
+          message: 'nothing archived for it (ARCHIVE_RETENTION_HOURS)',
+          notice: 'not_archived',
+        };
       const done = await replayDeliveries(queue, [entry], { timeline: deps.timeline });
       return done.queued === 1
-        ? { kind: 'done', message: 'queued again: its handling runs as for a new delivery' }
-        : { kind: 'conflict', message: 'a replay of it is queued already' };
+        ? {
+            kind: 'done',
+            message: 'queued again: its handling runs as for a new delivery',
+            notice: 'replayed',
+          }
+        : {
+            kind: 'conflict',
+            message: 'a replay of it is queued already',
+            notice: 'replay_queued',
+          };
     },
     /** `forward pause <name>` / `forward resume <name>`. */
     async setPaused(name: string, paused: boolean): Promise<ActionResult> {
       const { destinations, control: shared } = await control();
       if (!destinations.some((d) => d.name === name))
-        return { kind: 'unknown', message: `no forward destination is named ${name}` };
+        return {
+          kind: 'unknown',
+          message: `no forward destination is named ${name}`,
+          notice: 'unknown_destination',
+        };
       const changed = await (paused ? shared.pause(name) : shared.resume(name));
       const now = paused ? 'paused' : 'active';
-      return { kind: 'done', message: `${name}: ${changed ? `now ${now}` : `already ${now}`}` };
+      return {
+        kind: 'done',
+        message: `${name}: ${changed ? `now ${now}` : `already ${now}`}`,
+        notice: changed
+          ? paused
+            ? 'paused'
+            : 'resumed'
+          : paused
+            ? 'already_paused'
+            : 'already_active',
+      };
     },
   };
 }

@@ -13,6 +13,9 @@ export const PAGE = '/admin/deliveries';
 /** A delivery's page, from its event and id (each percent-encoded: an id may hold a `/`). */
 export const deliveryPath = (event: string, id: string) =>
   `${PAGE}/${encodeURIComponent(event)}/${encodeURIComponent(id)}`;
+/** Its stored audio, from the inspector's API. */
+export const audioPath = (event: string, id: string) =>
+  `/admin/api/deliveries/${encodeURIComponent(event)}/${encodeURIComponent(id)}/audio`;
 export const destinationPath = (name: string, action: 'pause' | 'resume') =>
   `${PAGE}/destinations/${encodeURIComponent(name)}/${action}`;
 
@@ -111,3 +114,27 @@ export function age(iso: string, now = Date.now()): string {
 
 export const when = (iso: string) =>
   html`<time datetime="${iso}" title="${iso}">${age(iso)}</time>`;
+
+/** The confirmation an action asks: what will happen, one button to do it, a way back. */
+export function confirmPage(
+  title: string,
+  explanation: string,
+  action: string,
+  back: string,
+  danger: boolean,
+): string {
+  return page(
+    title,
+    html`<h1>${title}</h1>
+      <p class="note info">${explanation}</p>
+      <form method="post" action="${action}">
+        <input type="hidden" name="back" value="${back}" />
+        <div class="actions">
+          <button class="${danger ? 'danger' : 'primary'}" type="submit" autofocus>
+            ${title.replace(/\?$/, '')}
+          </button>
+          <a href="${back}">Cancel</a>
+        </div>
+      </form>`,
+  );
+}

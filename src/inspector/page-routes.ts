@@ -2,8 +2,9 @@ import express, { Router, type Request, type Response } from 'express';
 import { BadRequestError, HttpError } from '../http-server/http-errors.js';
 import { INSPECTOR_PAGE, parseListQuery } from './api-routes.js';
 import type { ActionResult, Inspector } from './inspector.js';
-import { deliveryPath } from './page-frame.js';
-import { confirmPage, detailPage, listPage } from './page-views.js';
+import { confirmPage, deliveryPath } from './page-frame.js';
+import { detailPage, listPage } from './page-views.js';
+import { noticeOf } from './notices.js';
 
 /** What each action does, in the words its confirmation shows before it is done. */
 const EXPLAIN = {
@@ -25,19 +26,14 @@ function backTo(req: Request, fallback: string): string {
     : fallback;
 }
 
+/** Back to the page, with the code of what its status box is to say (notices.ts). */
 function afterAction(res: Response, back: string, result: ActionResult): void {
-  const param = result.kind === 'done' ? 'done' : 'problem';
   const separator = back.includes('?') ? '&' : '?';
-  res.redirect(303, `${back}${separator}${param}=${encodeURIComponent(result.message)}`);
+  res.redirect(303, `${back}${separator}notice=${result.notice}`);
 }
 
-function shown(req: Request) {
-  const done = req.query.done;
-  const problem = req.query.problem;
-  if (typeof done === 'string') return { kind: 'done' as const, text: done };
-  if (typeof problem === 'string') return { kind: 'problem' as const, text: problem };
-  return undefined;
-}
+/** The status box's text: one the server wrote, named by its code; never the address's text. */
+const shown = (req: Request) => noticeOf(req.query.notice);
 
 const sendPage = (res: Response, text: string, status = 200) => {
   res.status(status).type('html').send(text);

@@ -1,8 +1,9 @@
 import type { DestinationStatus } from '../forwarding/destination-control.js';
 import type { RosterEntry } from '../forwarding/destination-roster.js';
-import { html, type Html } from './html.js';
+import { html, isolated, verbatim, type Html } from './html.js';
 import {
   age,
+  audioPath,
   deliveryPath,
   destinationPath,
   forwardMarks,
@@ -15,6 +16,7 @@ import {
 } from './page-frame.js';
 import type { DeliverySummary, ListQuery } from './delivery-records.js';
 import type { DetailView } from './inspector.js';
+import { storedItemOf } from './stored-audio.js';
 
 export interface ListView {
   readonly query: Partial<ListQuery> & { readonly id?: string };
@@ -50,7 +52,7 @@ export function listPage(view: ListView): string {
       html`<tr>
         <td>${stateBadge(d.state)}</td>
         <td>${d.event}</td>
-        <td class="id"><a href="${deliveryPath(d.event, d.id)}">${d.id}</a></td>
+        <td class="id"><a href="${deliveryPath(d.event, d.id)}">${isolated(d.id)}</a></td>
         <td>${when(d.received_at)}</td>
         <td class="num">${d.attempts}</td>
         <td class="num">${d.duplicates}</td>
@@ -66,7 +68,7 @@ export function listPage(view: ListView): string {
           >data.id (exact)<input
             type="search"
             name="id"
-            value="${q.id ?? ''}"
+            value="${verbatim(q.id ?? '')}"
             autofocus
             placeholder="paste an id"
         /></label>
@@ -163,6 +165,15 @@ function destinationsTable(
 
 const pretty = (value: unknown) => JSON.stringify(value, null, 2);
 
+/** The stored audio: a player and a download link, both read from the inspector's API. */
+function storedAudio(d: DetailView['api']): Html | '' {
+  const item = storedItemOf(d.stored);
+  if (item === undefined) return '';
+  const src = audioPath(d.event, d.id);
+  return html`<audio controls preload="metadata" src="${src}"></audio>
+    <p><a href="${src}" download="${item.key}">Download ${item.key}</a></p>`;
+}
+
 /** One delivery: what it is, what to do about it, its timeline, forwards, stored item, payload. */
 export function detailPage(view: DetailView, readOnly: boolean, shown: ListView['notice']): string {
   const d = view.api;
@@ -207,7 +218,7 @@ export function detailPage(view: DetailView, readOnly: boolean, shown: ListView[
   return page(
     `${d.event} ${d.id}`,
     html`<p><a href="${PAGE}">← All deliveries</a></p>
-      <h1>${stateBadge(d.state)} ${d.event} <span class="id">${d.id}</span></h1>
+      <h1>${stateBadge(d.state)} ${d.event} <span class="id">${isolated(d.id)}</span></h1>
       ${notice(shown)}
       <dl>
         <dt>Received</dt>
@@ -255,35 +266,12 @@ export function detailPage(view: DetailView, readOnly: boolean, shown: ListView[
         <section>
           <h2>Stored</h2>
           ${d.stored === null ? html`<p>Nothing stored.</p>` : html`<pre>${pretty(d.stored)}</pre>`}
+          ${storedAudio(d)}
         </section>
         <section>
           <h2>Payload, as received</h2>
           ${d.payload === null ? html`<p>No longer kept: its job holds none, and the archive has none (ARCHIVE_RETENTION_HOURS).</p>` : html`<pre tabindex="0">${pretty(d.payload)}</pre>`}
         </section>
       </div>`,
-  );
-}
-
-/** The confirmation an action asks: what will happen, one button to do it, a way back. */
-export function confirmPage(
-  title: string,
-  explanation: string,
-  action: string,
-  back: string,
-  danger: boolean,
-): string {
-  return page(
-    title,
-    html`<h1>${title}</h1>
-      <p class="note info">${explanation}</p>
-      <form method="post" action="${action}">
-        <input type="hidden" name="back" value="${back}" />
-        <div class="actions">
-          <button class="${danger ? 'danger' : 'primary'}" type="submit" autofocus>
-            ${title.replace(/\?$/, '')}
-          </button>
-          <a href="${back}">Cancel</a>
-        </div>
-      </form>`,
   );
 }

@@ -249,7 +249,10 @@ function changesAllowed(readOnly: boolean): RequestHandler {
       return;
     }
     if (!sameOrigin(req)) {
-      res.status(403).json({ detail: "changes are accepted only from the dashboard's own page" });
+      res.status(403).json({
+        detail:
+          "a change needs an Origin header naming the dashboard's own origin (Origin: <scheme>://<the host and port it is reached by>): a browser sends it from the dashboard's page, a script must send it itself",
+      });
       return;
     }
     next();

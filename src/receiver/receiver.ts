@@ -26,7 +26,7 @@ import { registerHoldGauge } from '../telemetry/redis-gauges.js';
 import { boundedOldestWaiting } from '../jobs/queue-readers.js';
 import { NO_CUSTOM_EVENTS, type CustomEvents } from '../hooks/custom-events.js';
 import type { DashboardOptions } from './admin-dashboard.js';
-import { createArchive, type Archive } from '../archive/archive.js';
+import { inspectorStores } from '../inspector/open-stores.js';
 import { EVENT_NAMES } from '../provider-spec/events.js';
 import type { AudioStore } from '../storage/audio-store.js';
 import { openBuiltInStore, type StoreSettings } from '../storage/create-audio-store.js';
@@ -154,7 +154,7 @@ export function createReceiver(
       timeline,
       dedupeTtlSeconds: config.dedupeTtlSeconds,
       events: [...EVENT_NAMES, ...customEvents.keys()],
-      archive: archiveOpener(config, logger, openStore),
+      ...inspectorStores(config.archiveRetentionHours, logger, openStore),
       forwarding: config,
     }),
   };
@@ -259,34 +259,6 @@ function dashboardOptions(
     prefix: config.queuePrefix,
     logger,
   };
-}
-
-/**
- * The archive the inspector reads payloads and replays from, opened (read-only) the first time a
- * page needs it, then kept: the web role opens no store otherwise. Undefined when the archive is
- * off, the store keeps none, or it cannot be opened (logged; the pages say the payload is gone).
- */
-function archiveOpener(
-  config: Pick<WebSettings, 'archiveRetentionHours'>,
-  logger: Logger,
-  openStore: () => Promise<AudioStore>,
-): () => Promise<Archive | undefined> {
-  let opened: Promise<Archive | undefined> | undefined;
-  return () =>
-    (opened ??=
-      config.archiveRetentionHours === 0
-        ? Promise.resolve(undefined)
-        : openStore().then(
-            (store) => (store.archive === undefined ? undefined : createArchive(store.archive)),
-            (error: unknown) => {
-              logger.warn(
-                { err: error },
-                'the inspector cannot open the archive: payloads not shown',
-              );
-              opened = undefined;
-              return undefined;
-            },
-          ));
 }
 
 /**

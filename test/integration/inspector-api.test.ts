@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
@@ -396,4 +396,57 @@ it('read-only (the default): every change refused with 403, reads allowed', asyn
     await own.close();
     await receiver.close();
   }
+});
+
+describe('the stored audio, GET …/<event>/<id>/audio', () => {
+  /** The body as bytes, whatever its type. */
+  const binary = (res: request.Response, done: (error: Error | null, body: Buffer) => void) => {
+    const chunks: Buffer[] = [];
+    const stream = res as unknown as NodeJS.ReadableStream;
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    stream.on('end', () => {
+      done(null, Buffer.concat(chunks));
+    });
+  };
+  const audioOf = (event: string, id: string) =>
+    api(`${detailPath(event, id)}/audio`)
+      .buffer(true)
+      .parse(binary);
+
+  it('a handled audio.ready: 200, its type and its bytes, behind the same auth', async () => {
+    const id = 'inspect-audio/1 ü';
+    // Several of the store's chunks long: streamed through, not one buffer.
+    const bytes = Buffer.concat([Buffer.from('ID3 '), Buffer.alloc(300_000, 7)]);
+    cdn.route('/inspect/audio.mp3', audio(bytes));
+    const data = { audio_url: `${cdn.origin}/inspect/audio.mp3` };
+    await pipeline.post(sampleDelivery('audio.ready', { id, data })).expect(202);
+    const detail = await detailWhen('audio.ready', id, (d) => d.stored !== null, 'stored');
+    const res = await audioOf('audio.ready', id);
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('audio/mpeg');
+    expect(res.headers['content-length']).toBe(String(bytes.length));
+    expect(Buffer.compare(res.body as Buffer, bytes)).toBe(0);
+    const anonymous = await request(base).get(`/admin/api${detailPath('audio.ready', id)}/audio`);
+    expect(anonymous.status).toBe(401);
+
+    // Gone from the store (removed by hand): 404 with a detail, not a 200 cut short.
+    unlinkSync(join(pipeline.audioDir, (detail.stored as { key: string }).key));
+    const gone = await api(`${detailPath('audio.ready', id)}/audio`);
+    expect(gone.status).toBe(404);
+    expect(gone.body).toEqual({ detail: expect.stringMatching(/no longer in the store/) });
+  });
+
+  it('nothing stored, or no such delivery: 404 with a detail', async () => {
+    const id = `inspect-no-audio-${Date.now()}`;
+    await pipeline.post(sampleDelivery('key.revoked', { id })).expect(202);
+    await detailWhen('key.revoked', id, (d) => steps(d).includes('handled'), 'handled');
+    for (const [event, name] of [
+      ['key.revoked', id],
+      ['audio.ready', 'never-sent'],
+    ] as const) {
+      const res = await api(`${detailPath(event, name)}/audio`);
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ detail: expect.any(String) });
+    }
+  });
 });

@@ -1,10 +1,11 @@
-import { copyFileSync, mkdirSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { serve } from '../../src/http-server/serve';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
+import { synthesizeWav } from '../../src/sandbox/audio/synthesize-wav';
 import { eventually } from '../../src/util/eventually';
 import { audio, type LocalCdn } from '../../harness/local-cdn';
 import { launchChromium, TEST_OUTPUT } from '../helpers/browser';
@@ -174,9 +175,42 @@ it('retries a failed delivery and replays a handled one, each after a confirmati
     await page.getByRole('button', { name: /^Replay audio\.ready/ }).click();
     await page
       .getByRole('status')
-      .getByText(/queued again/)
+      .getByText(/queued again/i)
       .waitFor();
     await shows(page, 'replayed');
+  } finally {
+    await context.close();
+  }
+});
+
+it("plays the stored audio and downloads it, from the inspector's API", async () => {
+  const id = `page-audio-${Date.now()}`;
+  const wav = synthesizeWav('the inspector plays this', 'nova');
+  cdn.route('/page/spoken.wav', audio(wav, 'audio/wav'));
+  const data = { audio_url: `${cdn.origin}/page/spoken.wav` };
+  await pipeline.post(sampleDelivery('audio.ready', { id, data })).expect(202);
+  expect(await pipeline.settled(id)).toMatchObject({ state: 'completed' });
+  const { context, page } = await operator();
+  try {
+    await page.goto(`${base}/admin/deliveries/audio.ready/${id}`);
+    await shows(page, /^Download /);
+    // The player reads the audio's header from the API: a duration means it can play it.
+    const loaded = await page.evaluate<{
+      duration?: number;
+      error?: string;
+    }>(`new Promise((resolve) => {
+      const player = document.querySelector('audio');
+      const done = () => resolve({ duration: player.duration });
+      player.addEventListener('loadedmetadata', done);
+      player.addEventListener('error', () => resolve({ error: String(player.error && player.error.code) }));
+      if (player.readyState >= 1) done();
+    })`);
+    expect(loaded.duration).toBeGreaterThan(0);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('link', { name: /^Download / }).click(),
+    ]);
+    expect(readFileSync(await download.path())).toEqual(wav);
   } finally {
     await context.close();
   }
@@ -189,11 +223,11 @@ it('pauses and resumes a destination for every worker', async () => {
     await page.getByRole('link', { name: `Pause ${destination}…` }).click();
     await page.getByText(/holds the messages for/).waitFor();
     await page.getByRole('button', { name: `Pause destination ${destination}` }).click();
-    await page.getByRole('status').getByText(`${destination}: now paused`).waitFor();
+    await page.getByRole('status').getByText('The destination is now paused').waitFor();
     expect(await bed.destinationState()).toBe('paused');
     await page.getByRole('link', { name: `Resume ${destination}…` }).click();
     await page.getByRole('button', { name: `Resume destination ${destination}` }).click();
-    await page.getByRole('status').getByText(`${destination}: now active`).waitFor();
+    await page.getByRole('status').getByText('The destination is now active').waitFor();
   } finally {
     await context.close();
   }

@@ -1,6 +1,6 @@
 import { escapeHtml, html } from '../../src/inspector/html';
-import { age, deliveryPath } from '../../src/inspector/page-frame';
-import { confirmPage, detailPage, listPage } from '../../src/inspector/page-views';
+import { age, confirmPage, deliveryPath } from '../../src/inspector/page-frame';
+import { detailPage, listPage } from '../../src/inspector/page-views';
 import type { DetailView } from '../../src/inspector/inspector';
 
 const hostile = '<script>alert("x")</script>&\'';
@@ -95,4 +95,55 @@ it('a delivery: actions only when writes are on, each a link to its confirmation
   expect(confirm).toMatch(
     /<button class="danger" type="submit" autofocus>\s*Pause destination x\s*<\/button>/,
   );
+});
+
+describe('a sender-written id holding what a page would hide or obey', () => {
+  const sly = 'key-\u202Egnp.exe\u200B\u001B[31m\nend';
+  const shown = 'key-\\u{202e}gnp.exe\\u{200b}\\u{1b}[31m\\u{a}end';
+  const listed = listPage({
+    query: { id: sly, limit: 50 },
+    deliveries: [{ ...delivery, id: sly, forwards: {} }],
+    next: null,
+    events: ['audio.ready'],
+    destinations: [],
+    readOnly: true,
+  });
+  const detail = detailPage(
+    {
+      api: {
+        ...delivery,
+        id: sly,
+        payload: { data: { id: sly } },
+        stored: { key: 'a.mp3', bytes: 3, sha256: 'x', content_type: 'audio/mpeg' },
+        timeline: [],
+        forwards: [],
+      },
+      jobId: undefined,
+      failedReason: `bad ${sly}`,
+      destinations: [],
+    },
+    true,
+    undefined,
+  );
+
+  it('is isolated in <bdi>, each such character visible as \\u{…}, on the list and its page', () => {
+    expect(listed).toContain(`<bdi>${shown}</bdi>`);
+    expect(detail).toContain(`<span class="id"><bdi>${shown}</bdi></span>`);
+    // Shown nowhere raw: the search field's value aside, which is not shown as text.
+    const field = `value="${sly}"`;
+    for (const page of [listed.replace(field, ''), detail]) {
+      for (const raw of ['\u202E', '\u200B', '\u001B']) expect(page).not.toContain(raw);
+    }
+  });
+
+  it('the search field keeps the id as it is, so a search finds it again', () => {
+    expect(listed).toMatch(/name="id"\s+value="([^"]*)"/);
+    expect(/name="id"\s+value="([^"]*)"/.exec(listed)?.[1]).toBe(sly);
+  });
+
+  it('the stored audio: a player and a download link to the API', () => {
+    const src = `/admin/api/deliveries/audio.ready/${encodeURIComponent(sly)}/audio`;
+    expect(detail).toContain(`<audio controls preload="metadata" src="${src}"></audio>`);
+    expect(detail).toContain(`<a href="${src}" download="a.mp3">`);
+  });
 });

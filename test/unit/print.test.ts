@@ -1,4 +1,4 @@
-import { printRows } from '../../src/cli/print';
+import { printRows, safeOutput } from '../../src/cli/print';
 
 function printed(rows: Record<string, unknown>[], columns: string[], json: boolean): string {
   let text = '';
@@ -31,5 +31,40 @@ describe('printRows', () => {
   it('says (none) for no rows, and [] with --json', () => {
     expect(printed([], ['id'], false)).toBe('(none)\n');
     expect(printed([], ['id'], true)).toBe('[]\n');
+  });
+});
+
+describe("what a terminal would obey or hide, in every command's output", () => {
+  // ESC ] 0;…BEL retitles the terminal, ESC [31m colours it, U+202E reverses what follows;
+  // then C1 (U+009B, a one-byte CSI), DEL, zero widths, U+FEFF, U+061C, an isolate, a lone surrogate.
+  const sly =
+    'k\u001B]0;owned\u0007\u001B[31m\u202Egnp.exe\u009B\u007F\u200B\u200D\u2060\uFEFF\u061C\u2066\uD800';
+  const written = (json: boolean, text: string) => {
+    let out = '';
+    safeOutput({ out: (t) => (out += t) }, json).out(text);
+    return out;
+  };
+
+  it('as text: each a visible \\u{…} escape; the lines a command writes keep their breaks', () => {
+    const out = written(false, `id ${sly}\tx\r\n`);
+    expect(out).toBe(
+      'id k\\u{1b}]0;owned\\u{7}\\u{1b}[31m\\u{202e}gnp.exe\\u{9b}\\u{7f}\\u{200b}\\u{200d}\\u{2060}\\u{feff}\\u{61c}\\u{2066}\\u{d800}\\u{9}x\\u{d}\n',
+    );
+    expect(out.slice(0, -1)).toMatch(/^[\x20-\x7E]*$/);
+  });
+
+  it('with --json: one valid JSON document that reads back the same, all of it printable ASCII', () => {
+    const out = written(true, `${JSON.stringify([{ id: sly, payload: { note: sly } }])}\n`);
+    expect(out.slice(0, -1)).toMatch(/^[\x20-\x7E]*$/);
+    expect(JSON.parse(out)).toEqual([{ id: sly, payload: { note: sly } }]);
+  });
+
+  it('a table cell is one line: its own breaks and tabs are escaped too', () => {
+    const text = printed([{ id: 'a\nb\tc', note: { n: 'x\u202Ey' } }], ['id', 'note'], false);
+    expect(text).toBe('id             note\na\\u{a}b\\u{9}c  {"n":"x\\u{202e}y"}\n');
+  });
+
+  it('characters that are only unusual are kept: accents, other scripts, emoji', () => {
+    expect(written(false, 'é ü 日本 \u05D0 😀\n')).toBe('é ü 日本 \u05D0 😀\n');
   });
 });
