@@ -130,10 +130,15 @@ export function parseRecord(raw: string | null, member: string): ReadRecord | un
   };
 }
 
-/** The `received` step's detail is `<secret> <bytes> <trace id>` (no trace id before it was kept). */
+/**
+ * The `received` step's detail is `<secret> <bytes> <trace id>`, the trace id in base64url
+ * (receiver/enqueue-delivery.ts); a record from before trace ids were kept has none.
+ */
 function traceIdOf(detail: string | undefined): string | null {
   const traceId = detail?.split(' ')[2];
-  return traceId !== undefined && /^[0-9a-f]{32}$/.test(traceId) ? traceId : null;
+  return traceId !== undefined && /^[A-Za-z0-9_-]{22}$/.test(traceId)
+    ? Buffer.from(traceId, 'base64url').toString('hex')
+    : null;
 }
 
 /** A destination's step names it by its index in the record's forwards, before the rest. */

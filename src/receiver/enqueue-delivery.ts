@@ -87,9 +87,12 @@ export function createDeliveryStore(
   };
 }
 
-/** The `received` step's detail: which secret verified it, its size and its trace id. */
+/**
+ * The `received` step's detail: which secret verified it, its size and its trace id, the id in
+ * base64url (22 characters, not 32 hex: the record is kept for the archive's retention).
+ */
 const receivedDetail = (secret: number | undefined, body: string, traceparent?: string) =>
-  `${(secret ?? 0) + 1} ${Buffer.byteLength(body)}${traceparent === undefined ? '' : ` ${traceparent.slice(3, 35)}`}`;
+  `${(secret ?? 0) + 1} ${Buffer.byteLength(body)}${traceparent === undefined ? '' : ` ${Buffer.from(traceparent.slice(3, 35), 'hex').toString('base64url')}`}`;
 
 /** Passes the result on once enough replicas acknowledged it (Redis WAIT, group-committed). */
 function confirmed(
