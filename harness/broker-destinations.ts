@@ -45,6 +45,7 @@ export async function createJetStream(
       for await (const message of messages) {
         inbox.push({
           id: message.headers?.get('Nats-Msg-Id') ?? '',
+          traceparent: message.headers?.get('traceparent') ?? '',
           body: message.json<Received['body']>(),
         });
       }
@@ -99,8 +100,10 @@ export async function createRabbitQueue({ consume = true } = {}): Promise<Rabbit
       queue,
       (message) => {
         if (message === null) return;
+        const traceparent: unknown = message.properties.headers?.traceparent;
         inbox.push({
           id: String(message.properties.messageId),
+          traceparent: String(traceparent),
           body: JSON.parse(message.content.toString()) as Received['body'],
         });
       },

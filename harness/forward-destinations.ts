@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, randomBytes, verify } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,6 +13,60 @@ import { Inbox, type Received } from './inbox';
 
 export function forwardSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+/**
+ * A FORWARD_SIGNING_KEY and the public key a consumer verifies with, made with node:crypto's own
+ * Ed25519 key pair (not the service's code): `whsk_` + the seed, `whpk_` + the public key.
+ */
+export function forwardKeyPair(): { signingKey: string; publicKey: string } {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const raw = (jwk: string | undefined) => Buffer.from(jwk ?? '', 'base64url').toString('base64');
+  return {
+    signingKey: `whsk_${raw(privateKey.export({ format: 'jwk' }).d)}`,
+    publicKey: `whpk_${raw(publicKey.export({ format: 'jwk' }).x)}`,
+  };
+}
+
+/** What an endpoint checks a forward with: the secret (`v1`), public keys (`v1a`), or both. */
+export interface ForwardVerifier {
+  readonly secret?: string;
+  readonly publicKeys?: readonly string[];
+}
+
+/**
+ * Standard Webhooks `v1a`, verified as a consumer holding only public keys does: one entry
+ * of the header verifies under one of the keys, over `<id>.<timestamp>.<body>`, with the
+ * timestamp within 5 minutes. Throws otherwise.
+ */
+export function verifyV1a(
+  publicKeys: readonly string[],
+  body: string,
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+): void {
+  const header = (name: string) => {
+    const value = headers[name];
+    return typeof value === 'string' ? value : '';
+  };
+  const timestamp = Number(header('webhook-timestamp'));
+  if (!(Math.abs(Date.now() / 1000 - timestamp) <= 300)) throw new Error('v1a: timestamp off');
+  const signed = Buffer.from(`${header('webhook-id')}.${header('webhook-timestamp')}.${body}`);
+  const keys = publicKeys.map((key) =>
+    createPublicKey({
+      key: {
+        kty: 'OKP',
+        crv: 'Ed25519',
+        x: Buffer.from(key.replace(/^whpk_/, ''), 'base64').toString('base64url'),
+      },
+      format: 'jwk',
+    }),
+  );
+  const entries = header('webhook-signature')
+    .split(' ')
+    .filter((entry) => entry.startsWith('v1a,'))
+    .map((entry) => Buffer.from(entry.slice(4), 'base64'));
+  if (!entries.some((signature) => keys.some((key) => verify(null, signed, key, signature))))
+    throw new Error('v1a: no signature verifies');
 }
 
 export interface HttpEndpoint {
@@ -33,9 +87,15 @@ export interface HttpEndpoint {
   close(): Promise<void>;
 }
 
-/** A consumer's HTTP endpoint that verifies each forward with the `standardwebhooks` library. */
-export async function startHttpEndpoint(secret: string): Promise<HttpEndpoint> {
-  const verifier = new Webhook(secret);
+/**
+ * A consumer's HTTP endpoint that verifies each forward: `v1` with the `standardwebhooks`
+ * library when given the secret (a string is the secret), `v1a` with the public keys when given
+ * them; both when given both.
+ */
+export async function startHttpEndpoint(keys: string | ForwardVerifier): Promise<HttpEndpoint> {
+  const { secret, publicKeys } =
+    typeof keys === 'string' ? { secret: keys, publicKeys: undefined } : keys;
+  const verifier = secret === undefined ? undefined : new Webhook(secret);
   const inbox = new Inbox('the HTTP endpoint');
   const endpoint: HttpEndpoint = {
     url: '',
@@ -67,7 +127,8 @@ export async function startHttpEndpoint(secret: string): Promise<HttpEndpoint> {
       }
       const body = Buffer.concat(chunks).toString();
       try {
-        verifier.verify(body, req.headers as Record<string, string>);
+        verifier?.verify(body, req.headers as Record<string, string>);
+        if (publicKeys !== undefined) verifyV1a(publicKeys, body, req.headers);
       } catch (error: unknown) {
         endpoint.rejected.push(String(error));
         res.writeHead(400).end();
@@ -75,6 +136,8 @@ export async function startHttpEndpoint(secret: string): Promise<HttpEndpoint> {
       }
       inbox.push({
         id: String(req.headers['webhook-id']),
+        traceparent: String(req.headers.traceparent),
+        signature: String(req.headers['webhook-signature']),
         body: JSON.parse(body) as Received['body'],
       });
       res.writeHead(204).end();

@@ -1,6 +1,10 @@
 /** What a destination received: the message id, its headers' view, and the parsed body. */
 export interface Received {
   readonly id: string;
+  /** The W3C `traceparent` it carried (an HTTP header, a JetStream or AMQP message header). */
+  readonly traceparent?: string;
+  /** The HTTP forward's `webhook-signature` header, as sent. */
+  readonly signature?: string;
   readonly body: {
     type: string;
     id: string;

@@ -11,10 +11,13 @@
 // Nothing it declares outlives it, however it ends: the queue is exclusive (the broker deletes it
 // with this connection) and an exchange it declares is auto-delete (gone with its last binding);
 // an exchange that was there before is used as it is. A consumer of your own declares a durable
-// queue instead, so that messages wait for it while it is down.
+// queue instead, so that messages wait for it while it is down. Each message's trace is
+// continued (tracing.mjs): its trace id is printed, and with OTEL_EXPORTER_OTLP_ENDPOINT set its
+// span exported.
 import { randomBytes } from 'node:crypto';
 import process from 'node:process';
 import { connect } from 'amqplib';
+import { startTracing } from './tracing.mjs';
 
 const tag = randomBytes(4).toString('hex');
 const url = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -22,6 +25,7 @@ const exchange = process.env.EXCHANGE ?? `audio-example-${tag}`;
 const queueName = process.env.QUEUE ?? `audio-indexer-${tag}`;
 const routingKey = process.env.ROUTING_KEY ?? 'stored';
 
+const tracing = await startTracing('amqp-consumer');
 const connection = await connect(url);
 // The broker closes a channel that asks for an exchange it lacks: asked on one of its own.
 const probe = await connection.createChannel();
@@ -39,11 +43,14 @@ await channel.bindQueue(queue, exchange, routingKey);
 await channel.consume(queue, (m) => {
   if (m === null) return;
   const message = JSON.parse(m.content.toString('utf8'));
-  // At least once: dedupe on messageId (the same id for a retry and a replay) in your database.
-  process.stdout.write(
-    `${m.properties.messageId} ${message.type} ${message.id} ${message.stored?.name ?? '-'}\n`,
-  );
-  channel.ack(m);
+  const traceparent = m.properties.headers?.traceparent;
+  void tracing.consume('consume audio-webhooks forward', traceparent, async (traceId) => {
+    // At least once: dedupe on messageId (the same id for a retry and a replay) in your database.
+    process.stdout.write(
+      `${m.properties.messageId} ${message.type} ${message.id} ${message.stored?.name ?? '-'} ${traceId}\n`,
+    );
+    channel.ack(m);
+  });
 });
 // The URL's credentials stay out of what is printed.
 process.stdout.write(
@@ -51,6 +58,6 @@ process.stdout.write(
 );
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
-    void connection.close();
+    void connection.close().then(() => tracing.shutdown());
   });
 }

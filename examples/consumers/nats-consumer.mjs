@@ -10,10 +10,12 @@
 // one server, yours and a colleague's, never share a stream. On Ctrl-C or SIGTERM it deletes what
 // it created; a stream or consumer that was there before it started is left as it was. Killed
 // unannounced (kill -9), it leaves its stream (`nats stream rm <name>`); its consumer goes by
-// itself an hour after its last reader.
+// itself an hour after its last reader. Each message's trace is continued (tracing.mjs): its
+// trace id is printed, and with OTEL_EXPORTER_OTLP_ENDPOINT set its span exported.
 import { randomBytes } from 'node:crypto';
 import process from 'node:process';
 import { connect, nanos } from 'nats';
+import { startTracing } from './tracing.mjs';
 
 const tag = randomBytes(4).toString('hex');
 const servers = process.env.NATS_URL ?? '127.0.0.1:4222';
@@ -21,6 +23,7 @@ const stream = process.env.STREAM ?? `AUDIO_EXAMPLE_${tag}`;
 const subject = process.env.SUBJECT ?? `audio-example.${tag}`;
 const durable = process.env.DURABLE ?? `indexer-${tag}`;
 
+const tracing = await startTracing('nats-consumer');
 const nc = await connect({ servers });
 const jsm = await nc.jetstreamManager();
 const found = (lookup) =>
@@ -58,13 +61,20 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 }
 for await (const m of messages) {
   const message = m.json();
-  // A message is delivered again when its ack is lost: dedupe on the id in your database.
-  process.stdout.write(
-    `${m.headers?.get('Nats-Msg-Id')} ${message.type} ${message.id} ${message.stored?.name ?? '-'}\n`,
+  await tracing.consume(
+    'consume audio-webhooks forward',
+    m.headers?.get('traceparent'),
+    async (traceId) => {
+      // A message is delivered again when its ack is lost: dedupe on the id in your database.
+      process.stdout.write(
+        `${m.headers?.get('Nats-Msg-Id')} ${message.type} ${message.id} ${message.stored?.name ?? '-'} ${traceId}\n`,
+      );
+      m.ack();
+    },
   );
-  m.ack();
 }
 // Stopped: what this run created goes (a stream takes its consumers with it).
 if (createdStream) await jsm.streams.delete(stream);
 else if (createdConsumer) await jsm.consumers.delete(stream, durable);
 await nc.close();
+await tracing.shutdown();

@@ -74,6 +74,7 @@ function printDetail({ api, jobId, failedReason, destinations }: DetailView, out
     `received   ${api.received_at} (${age(api.received_at)})`,
     `attempts   ${api.attempts}; sent again by the provider ${api.duplicates} time(s), answered duplicate`,
     `job        ${jobId ?? '(gone)'}${failedReason === undefined ? '' : `; failed because: ${printable(failedReason)}`}`,
+    `trace      ${api.trace_id ?? '(not kept)'}`,
     `stored     ${api.stored === null ? '(nothing)' : JSON.stringify(api.stored)}`,
     `payload    ${api.payload === null ? '(no longer kept)' : JSON.stringify(api.payload)}`,
     '',

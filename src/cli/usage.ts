@@ -36,8 +36,8 @@ export const COMMANDS: Readonly<
   },
   forward: {
     synopsis:
-      'forward status [--json] | forward pause <name> | forward resume <name>\n          | forward test-filter <json> [--since WHEN] [--until WHEN] [--event E] [--json]',
-    does: "the forward destinations: status lists each (name, kind, state, messages waiting, oldest's age); pause / resume hold or release one for every worker; test-filter runs a FORWARD_CONFIG filter over the archived deliveries and says how many it matches of how many it read, and the first 10 ids (the message it sees: type, id, timestamp = when received, data; no stored)",
+      'forward status [--json] | forward pause <name> | forward resume <name> | forward public-key\n          | forward test-filter <json> [--since WHEN] [--until WHEN] [--event E] [--json]',
+    does: "the forward destinations: status lists each (name, kind, state, messages waiting, oldest's age); pause / resume hold or release one for every worker; public-key prints the whpk_ public key of each FORWARD_SIGNING_KEY (what consumers verify v1a signatures with); test-filter runs a FORWARD_CONFIG filter over the archived deliveries and says how many it matches of how many it read, and the first 10 ids (the message it sees: type, id, timestamp = when received, data; no stored)",
   },
   inspect: {
     synopsis: 'inspect <id> [--event E] [--json]',

@@ -126,9 +126,13 @@ function crossProblems(config: Config, { forCli = false }: LoadOptions): string[
   }
   const sources = destinationSources(config);
   const http = sources.find((source) => source.destination.kind === 'http');
-  if (http !== undefined && config.forwardSecret === undefined) {
+  if (
+    http !== undefined &&
+    config.forwardSecret === undefined &&
+    config.forwardSigningKeys.length === 0
+  ) {
     problems.push(
-      `${http.variable} names an HTTP destination (${http.destination.name}) but FORWARD_SECRET is not set: HTTP forwards are signed with it`,
+      `${http.variable} names an HTTP destination (${http.destination.name}) but neither FORWARD_SECRET nor FORWARD_SIGNING_KEY is set: HTTP forwards are signed with one or both`,
     );
   }
   // A name is what jobs, metrics and `forward pause` address a destination by: one each.

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { forwardConfig, forwardUrls, int } from './parsers.js';
+import { forwardConfig, forwardUrls, int, signingKeys } from './parsers.js';
 import type { ParsedSettings, SettingSpec } from './setting-spec.js';
 
 /**
@@ -12,7 +12,7 @@ export const FORWARD_SETTINGS = {
     schema: forwardUrls,
     key: 'forwardDestinations',
     readBy: ['web', 'worker', 'cli'],
-    doc: 'comma-separated destinations every handled delivery is forwarded to, any mix: `http(s)://host/path` (POST, signed with FORWARD_SECRET), `nats://host:port/<subject>` (JetStream), `amqp://user:pass@host:port[/vhost]?exchange=E&routing_key=R`; unset: none (docs/forwarding.md)',
+    doc: 'comma-separated destinations every handled delivery is forwarded to, any mix: `http(s)://host/path` (POST, Standard Webhooks signed), `nats://host:port/<subject>` (JetStream), `amqp://user:pass@host:port[/vhost]?exchange=E&routing_key=R`; unset: none (docs/forwarding.md)',
   },
   FORWARD_CONFIG: {
     schema: forwardConfig,
@@ -30,7 +30,14 @@ export const FORWARD_SETTINGS = {
       .optional(),
     // The web side too: start-up refuses an HTTP destination without it on every role.
     readBy: ['web', 'worker'],
-    doc: '`whsec_<base64 key>`: signs HTTP forwards as Standard Webhooks; required with an HTTP destination',
+    doc: '`whsec_<base64 key>`: signs HTTP forwards as Standard Webhooks `v1` (HMAC-SHA256); an HTTP destination needs this or FORWARD_SIGNING_KEY',
+  },
+  FORWARD_SIGNING_KEY: {
+    schema: signingKeys,
+    key: 'forwardSigningKeys',
+    // The CLI too: `forward public-key` prints the public key of each.
+    readBy: ['web', 'worker', 'cli'],
+    doc: '`whsk_<base64 of a 32-byte Ed25519 seed>`: signs HTTP forwards as Standard Webhooks `v1a` (Ed25519), which a consumer verifies with the `whpk_` key `forward public-key` prints; comma-separated while rotating; an HTTP destination needs this or FORWARD_SECRET',
   },
   FORWARD_ATTEMPTS: {
     schema: int(1, 100),

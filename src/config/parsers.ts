@@ -39,6 +39,33 @@ export const secrets = z
   .refine((items) => items.every((s) => s.length > 0), 'must not contain an empty secret');
 
 /**
+ * FORWARD_SIGNING_KEY: comma-separated `whsk_<base64 of a 32-byte Ed25519 seed>` keys (more than
+ * one while rotating); unset is none. The base64 must be canonical (it re-encodes to itself), so
+ * no two spellings name one key. A problem never quotes the value: it is a private key.
+ */
+export const signingKeys = z
+  .string()
+  .optional()
+  .transform((raw, ctx) => {
+    if (raw === undefined) return [];
+    const keys = list(raw);
+    if (keys.every(isSigningKey)) return keys;
+    ctx.addIssue({
+      code: 'custom',
+      message:
+        'must be whsk_ followed by the base64 of a 32-byte Ed25519 seed (several: comma-separated); docs/forwarding.md shows how to make one',
+    });
+    return z.NEVER;
+  });
+
+function isSigningKey(key: string): boolean {
+  if (!key.startsWith('whsk_')) return false;
+  const text = key.slice('whsk_'.length);
+  const seed = Buffer.from(text, 'base64');
+  return seed.length === 32 && seed.toString('base64') === text;
+}
+
+/**
  * A Redis URL as ioredis reads it: `redis://` or `rediss://`, a host, a port from 1 to 65535, a
  * database number as the path, and a user and password whose %-escapes decode. A problem names
  * the part at fault and never quotes the URL, which may hold the password; the value is kept as

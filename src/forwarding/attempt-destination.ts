@@ -7,6 +7,8 @@ import type { DestinationBoard } from './destination-board.js';
 import type { DestinationControl } from './destination-control.js';
 import { DeadlineError, timeoutSignal } from '../util/deadline.js';
 import { PermanentForwardError, type Outgoing, type Sender } from './senders/sender.js';
+import { formatTraceparent, parseTraceparent } from '../telemetry/trace-context.js';
+import { inTraceSpan } from '../telemetry/tracing.js';
 
 /** How one attempt at one destination ended. */
 export type Outcome =
@@ -73,7 +75,7 @@ export async function attemptDestination(
   const cutShort = within < destination.timeoutMs;
   const { signal, clear } = timeoutSignal(cutShort ? within : destination.timeoutMs);
   try {
-    await sender.send(message, signal);
+    await sendInTrace(name, sender, message, signal);
     timer();
     if (decision === 'probe' || (seen?.fails ?? 0) > 0) await succeeded(name, deps);
     return { kind: 'sent' };
@@ -94,6 +96,24 @@ export async function attemptDestination(
 }
 
 const refused = (error: Error): Outcome => ({ kind: 'refused', error });
+
+/**
+ * One send, as a span of the delivery's trace (a producer's: the consumer's span is its child);
+ * the message carries that span's `traceparent`, or with tracing off the delivery's trace id under
+ * a span id of its own.
+ */
+function sendInTrace(
+  name: string,
+  sender: Sender,
+  message: Outgoing,
+  signal: AbortSignal,
+): Promise<void> {
+  const delivery = parseTraceparent(message.traceparent);
+  if (delivery === undefined) return sender.send(message, signal);
+  return inTraceSpan(`forward ${name}`, { 'audio_webhooks.destination': name }, delivery, (trace) =>
+    sender.send({ ...message, traceparent: formatTraceparent(trace) }, signal),
+  );
+}
 
 /** The send failed because `signal` ended it (not with an answer that came as late). */
 function abortedBy(error: unknown, signal: AbortSignal): boolean {

@@ -60,7 +60,13 @@ export async function forwardAtOnce(
     .map((d) => d.name);
   const outcomes = await Promise.all(
     tried.map((name) =>
-      attemptDestination(name, deliveryJobId, { id, body: message.body }, deps, AT_ONCE_MS),
+      attemptDestination(
+        name,
+        deliveryJobId,
+        { id, body: message.body, traceparent: message.traceparent },
+        deps,
+        AT_ONCE_MS,
+      ),
     ),
   );
   const untried = wanting.map((d) => d.name).filter((name) => !tried.includes(name));
@@ -72,7 +78,8 @@ export async function forwardAtOnce(
   if (settled.waiting.length === 0 && Object.keys(settled.givenUp).length === 0) return;
   const jobId = forwardJobId(deliveryJobId);
   logFailures(tried, outcomes, { jobId, event: message.type, messageId: id }, deps);
-  const data: ForwardJobData = pendingData({ messageId: id, body: message.body }, settled);
+  const { body, traceparent } = message;
+  const data: ForwardJobData = pendingData({ messageId: id, body, traceparent }, settled);
   // Due when its first destination is (at once for one not tried); nothing waiting (all given
   // up): it runs at once and fails, listed by `failures`.
   const dueAt = settled.waiting.length === 0 ? now : settled.dueAt;

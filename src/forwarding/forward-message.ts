@@ -2,6 +2,12 @@ import type { FilterableMessage } from '../config/message-filter.js';
 import type { AudioMetadata } from '../storage/audio-store.js';
 import type { Delivery } from '../provider-spec/delivery.js';
 import { jsonMember } from '../provider-spec/json-member.js';
+import {
+  formatTraceparent,
+  newTraceContext,
+  parseTraceparent,
+} from '../telemetry/trace-context.js';
+import { activeTrace } from '../telemetry/tracing.js';
 
 /** Where an item that stored audio is, and what it holds: the message's `stored`. */
 export interface StoredItem {
@@ -21,6 +27,8 @@ export interface ForwardMessage {
   /** data.id, as sent. */
   readonly id: string;
   readonly body: string;
+  /** The delivery's W3C trace context, which every destination is sent (telemetry/trace-context.ts). */
+  readonly traceparent: string;
   /** What a destination's filter is matched against: the body's fields, parsed. */
   readonly fields: FilterableMessage;
 }
@@ -28,12 +36,15 @@ export interface ForwardMessage {
 /**
  * The message for a delivery handled at `handledAt`, `stored` when its handling stored audio.
  * `data` is the text the provider sent (`sent`, the delivery's body), not a re-serialised copy.
+ * `traceparent` is the one its job carries; a job without one (queued by an earlier version, or
+ * by `replay`) is forwarded in the trace of its job's span when tracing is on, else a new one.
  */
 export function forwardMessage(
   delivery: Delivery,
   sent: string | undefined,
   handledAt: Date,
   stored: AudioMetadata | undefined,
+  traceparent: string | undefined,
 ): ForwardMessage {
   const data =
     (sent === undefined ? undefined : jsonMember(sent, 'data')) ?? JSON.stringify(delivery.data);
@@ -55,5 +66,12 @@ export function forwardMessage(
     data: delivery.data,
     ...(item === undefined ? {} : { stored: item }),
   };
-  return { type: delivery.event, id: delivery.data.id, body, fields };
+  const trace = parseTraceparent(traceparent) ?? activeTrace() ?? newTraceContext();
+  return {
+    type: delivery.event,
+    id: delivery.data.id,
+    body,
+    traceparent: formatTraceparent(trace),
+    fields,
+  };
 }

@@ -36,6 +36,11 @@ export interface ForwardJobData {
   readonly messageId: string;
   /** The message as sent, JSON: a retry sends these very bytes, nothing is fetched again. */
   readonly body: string;
+  /**
+   * The delivery's W3C trace context (telemetry/trace-context.ts): every retry is sent in its
+   * trace. Absent on a job of an earlier version's, which is sent in a trace of its own.
+   */
+  readonly traceparent?: string;
 }
 
 export type ForwardQueue = Queue<ForwardJobData>;

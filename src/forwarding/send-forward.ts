@@ -2,6 +2,8 @@ import { DelayedError, type Job } from 'bullmq';
 import { NeverRetryError } from '../jobs/retry-policy.js';
 import { payloadTooBigToKeep } from '../queue/job-retention.js';
 import type { ForwardJobData } from './forward-queue.js';
+import { formatTraceparent, newTraceContext } from '../telemetry/trace-context.js';
+import { activeTrace } from '../telemetry/tracing.js';
 import { attemptDestination } from './attempt-destination.js';
 import { messageSubject, noteForwards } from './forward-steps.js';
 import {
@@ -27,6 +29,8 @@ export async function sendForward(
   deps: SendForwardDeps,
 ): Promise<void> {
   const { destinations, messageId, body } = job.data;
+  // A job queued by an earlier version carries none: its attempts share the job span's trace.
+  const traceparent = job.data.traceparent ?? formatTraceparent(activeTrace() ?? newTraceContext());
   const now = Date.now();
   const pending = destinations.filter((name) => !(name in (job.data.refused ?? {})));
   // One that failed is tried after its own backoff, not whenever another wakes the job; a job
@@ -35,7 +39,9 @@ export async function sendForward(
   const tried = due.length > 0 ? due : pending;
   const resting = pending.filter((name) => !tried.includes(name));
   const outcomes = await Promise.all(
-    tried.map((name) => attemptDestination(name, job.id ?? '', { id: messageId, body }, deps)),
+    tried.map((name) =>
+      attemptDestination(name, job.id ?? '', { id: messageId, body, traceparent }, deps),
+    ),
   );
   const settled = settleAttempts(tried, outcomes, job.data, deps, resting);
   const subject = messageSubject(body);
@@ -57,6 +63,7 @@ export async function sendForward(
     await job.updateData({
       messageId,
       body,
+      traceparent,
       destinations: Object.keys(givenUp),
       reasons: givenUp,
       // For `failures`; not `tries`, so that `retry` starts each destination's attempts afresh.
@@ -65,7 +72,7 @@ export async function sendForward(
     throw new NeverRetryError(summary(givenUp));
   }
   logFailures(tried, outcomes, { jobId: job.id, event: job.name, messageId }, deps);
-  await job.updateData(pendingData(job.data, settled));
+  await job.updateData(pendingData({ ...job.data, traceparent }, settled));
   await job.moveToDelayed(dueAt, token);
   throw new DelayedError();
 }

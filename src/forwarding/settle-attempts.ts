@@ -89,12 +89,13 @@ export function settleAttempts(
 
 /** A job's data while some destinations wait: those first, then those given up. */
 export function pendingData(
-  data: Pick<ForwardJobData, 'messageId' | 'body'>,
+  data: Pick<ForwardJobData, 'messageId' | 'body' | 'traceparent'>,
   { waiting, givenUp, reasons, progress, due }: Omit<Settled, 'dueAt' | 'heldDone'>,
 ): ForwardJobData {
   return {
     messageId: data.messageId,
     body: data.body,
+    ...(data.traceparent === undefined ? {} : { traceparent: data.traceparent }),
     destinations: [...waiting, ...Object.keys(givenUp)],
     reasons: Object.fromEntries(reasons),
     refused: givenUp,

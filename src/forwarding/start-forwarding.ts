@@ -15,6 +15,7 @@ import { announceDestinations } from './destination-roster.js';
 import { createForwardQueue, type ForwardJobData } from './forward-queue.js';
 import { createForwardMetrics, registerForwardQueueGauges } from './forward-metrics.js';
 import { createSender } from './senders/create-sender.js';
+import { createForwardSigner } from './senders/forward-signer.js';
 import { forwardAtOnce } from './forward-at-once.js';
 import type { ForwardMessage } from './forward-message.js';
 import { sendForward } from './send-forward.js';
@@ -69,7 +70,12 @@ export function startForwarding(
   const destinations = resolveDestinations(config);
   if (destinations.length === 0) return undefined;
   const names = destinations.map((d) => d.name);
-  const senders = new Map(destinations.map((d) => [d.name, createSender(d, config.forwardSecret)]));
+  // Checked at start (config.ts): with an HTTP destination, at least one key is set.
+  const sign = createForwardSigner({
+    secret: config.forwardSecret,
+    signingKeys: config.forwardSigningKeys,
+  });
+  const senders = new Map(destinations.map((d) => [d.name, createSender(d, sign)]));
   const queue = createForwardQueue(redis, config.queuePrefix);
   queue.on('error', (error: unknown) => {
     reportError(error, 'forward queue error');

@@ -101,6 +101,7 @@ function bare(
     timeline,
     forwards: [],
     stored: null,
+    traceId: null,
     score: receivedMs,
     member: timelineKeys('', event, id).member,
   };
@@ -134,7 +135,9 @@ function fromJob(
     timeline.push({ at: at(job.processedOn), step: 'attempt_failed', detail: reason });
   if (state === 'active')
     timeline.push({ at: at(job.processedOn), step: 'attempt', detail: `attempt ${attempts}` });
-  return bare(event, id, receivedMs, state, attempts, timeline);
+  const traceId = job.data.traceparent?.slice(3, 35);
+  const record = bare(event, id, receivedMs, state, attempts, timeline);
+  return traceId === undefined ? record : { ...record, traceId };
 }
 
 /**

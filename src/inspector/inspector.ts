@@ -29,6 +29,8 @@ import type { NoticeCode } from './notices.js';
 export interface DeliveryDetail extends Omit<DeliverySummary, 'forwards'> {
   readonly payload: unknown;
   readonly stored: unknown;
+  /** Its W3C trace id, which its forwards' `traceparent` carries; null when not kept. */
+  readonly trace_id: string | null;
   readonly timeline: readonly TimelineStep[];
   readonly forwards: readonly ForwardPart[];
 }
@@ -144,6 +146,7 @@ export function createInspector(deps: InspectorDeps) {
         ...record.summary,
         payload,
         stored: record.stored,
+        trace_id: record.traceId,
         timeline: record.timeline,
         forwards: record.forwards,
       },

@@ -45,6 +45,8 @@ export interface ReadRecord {
   readonly forwards: readonly ForwardPart[];
   /** What handling stored (the last `stored` step's), or null. */
   readonly stored: unknown;
+  /** Its W3C trace id (the `received` step's), the one its forwards carry; null when not kept. */
+  readonly traceId: string | null;
   /** Its position in the indexes: the cursor of the list after it. */
   readonly score: number;
   readonly member: string;
@@ -107,6 +109,7 @@ export function parseRecord(raw: string | null, member: string): ReadRecord | un
   }));
   const stored = [...steps].reverse().find((step) => step.code === 'S');
   const replayed = [...steps].reverse().find((step) => step.code === 'P');
+  const arrival = steps.find((step) => step.code === 'R');
   return {
     summary: {
       event,
@@ -121,9 +124,21 @@ export function parseRecord(raw: string | null, member: string): ReadRecord | un
     timeline,
     forwards,
     stored: stored === undefined ? null : parseJson(stored.detail),
+    traceId: traceIdOf(arrival?.detail),
     score: received,
     member,
   };
+}
+
+/**
+ * The `received` step's detail is `<secret> <bytes> <trace id>`, the trace id in base64url
+ * (receiver/enqueue-delivery.ts); a record from before trace ids were kept has none.
+ */
+function traceIdOf(detail: string | undefined): string | null {
+  const traceId = detail?.split(' ')[2];
+  return traceId !== undefined && /^[A-Za-z0-9_-]{22}$/.test(traceId)
+    ? Buffer.from(traceId, 'base64url').toString('hex')
+    : null;
 }
 
 /** A destination's step names it by its index in the record's forwards, before the rest. */

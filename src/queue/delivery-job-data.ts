@@ -13,6 +13,11 @@ export interface DeliveryJobData {
   /** When this receiver accepted the delivery, ISO 8601 (a replay keeps the original's). */
   readonly receivedAt: string;
   /**
+   * The delivery's W3C trace context (telemetry/trace-context.ts), 55 characters: its forwards
+   * carry its trace id. Absent on a job of an earlier version's, and once the job is handled.
+   */
+  readonly traceparent?: string;
+  /**
    * Set, in place of `body`, once the job's handling, forwarding and archiving are done: a
    * completed job is kept a day for the dashboard, and what it keeps is this record, not the
    * payload (the archive has that). A job run again after this (its worker died before BullMQ
@@ -42,8 +47,16 @@ export interface HandledRecord {
 }
 
 /** The job data the receiver queues for a body it accepted. */
-export function deliveryJobData(body: string, receivedAt: Date): DeliveryJobData {
-  return { body, receivedAt: receivedAt.toISOString() };
+export function deliveryJobData(
+  body: string,
+  receivedAt: Date,
+  traceparent?: string,
+): DeliveryJobData {
+  return {
+    body,
+    receivedAt: receivedAt.toISOString(),
+    ...(traceparent === undefined ? {} : { traceparent }),
+  };
 }
 
 /** The delivery a job carries, or undefined for a job already handled. */

@@ -6,7 +6,7 @@ import { withDeadline } from '../util/deadline.js';
 import { createReplicaWait } from '../redis/replica-wait.js';
 import type { WriteGate } from '../redis/write-gate.js';
 import type { Delivery } from '../provider-spec/delivery.js';
-import { deliveryJobData } from '../queue/delivery-job-data.js';
+import { deliveryJobData, type DeliveryJobData } from '../queue/delivery-job-data.js';
 import { type DeliveryQueue } from '../queue/delivery-queue.js';
 import {
   defineTimelineCommands,
@@ -31,6 +31,8 @@ export type StoreDelivery = (
   body: string,
   /** Which of WEBHOOK_SECRETS verified it (its index), for its timeline. */
   secret?: number,
+  /** Its W3C `traceparent`, which its job carries to its forwards (telemetry/trace-context.ts). */
+  traceparent?: string,
 ) => Promise<EnqueueResult>;
 
 /**
@@ -63,14 +65,15 @@ export function createDeliveryStore(
     config.redisWaitReplicas > 0
       ? createReplicaWait(redis, config.redisWaitReplicas, config.redisWaitTimeoutMs)
       : undefined;
-  return async (delivery, body, secret) => {
+  return async (delivery, body, secret, traceparent) => {
     if (redis.status !== 'ready') throw new EnqueueUnavailableError('Redis is not connected');
     if (gate?.holding !== undefined) throw new EnqueueUnavailableError(gate.detail);
     const received =
       timeline === undefined
         ? undefined
-        : { timeline, detail: `${(secret ?? 0) + 1} ${Buffer.byteLength(body)}` };
-    const added = enqueueDelivery(queue, delivery, body, config.dedupeTtlSeconds, received);
+        : { timeline, detail: receivedDetail(secret, body, traceparent) };
+    const data = deliveryJobData(body, new Date(), traceparent);
+    const added = enqueueDelivery(queue, delivery, data, config.dedupeTtlSeconds, received);
     // Without replicas to wait for, the add is the whole store: no step added per delivery.
     const stored = confirm === undefined ? added : added.then(confirmed(confirm, config));
     try {
@@ -83,6 +86,13 @@ export function createDeliveryStore(
     }
   };
 }
+
+/**
+ * The `received` step's detail: which secret verified it, its size and its trace id, the id in
+ * base64url (22 characters, not 32 hex: the record is kept for the archive's retention).
+ */
+const receivedDetail = (secret: number | undefined, body: string, traceparent?: string) =>
+  `${(secret ?? 0) + 1} ${Buffer.byteLength(body)}${traceparent === undefined ? '' : ` ${Buffer.from(traceparent.slice(3, 35), 'hex').toString('base64url')}`}`;
 
 /** Passes the result on once enough replicas acknowledged it (Redis WAIT, group-committed). */
 function confirmed(
@@ -158,7 +168,7 @@ const MARK_COMMAND = 'markDelivery';
 const defined = new WeakSet<object>();
 
 /**
- * Stores the body as sent (`delivery`, its parse, names the pair) and the pair's dedupe mark in
+ * Stores the body as sent (`jobData`; `delivery`, its parse, names the pair) and the pair's dedupe mark in
  * ONE transaction: no moment exists in which a delivery is marked seen but not queued, so a
  * crash can never swallow one. The mark is the service's own key, outside BullMQ's job
  * lifecycle: a job removed or cleaned by an operator leaves it, so the provider's retry of that
@@ -168,7 +178,7 @@ const defined = new WeakSet<object>();
 async function enqueueDelivery(
   queue: DeliveryQueue,
   delivery: Delivery,
-  body: string,
+  jobData: DeliveryJobData,
   dedupeTtlSeconds: number,
   received?: { readonly timeline: DeliveryTimeline; readonly detail: string },
 ): Promise<EnqueueResult> {
@@ -184,7 +194,7 @@ async function enqueueDelivery(
   }
   const added = await queue.addAfter(
     event,
-    deliveryJobData(body, new Date()),
+    jobData,
     { jobId, deduplication: { id: keys.digest, ttl: HANDOFF_MS } },
     (transaction) => {
       transaction.runCommand(MARK_COMMAND, [

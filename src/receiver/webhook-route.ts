@@ -8,6 +8,11 @@ import { EnqueueUnavailableError, UnqueueableDeliveryError } from './enqueue-err
 import type { CustomEvents } from '../hooks/custom-events.js';
 import { parseEvent } from '../provider-spec/parse-event.js';
 import { inServerSpan, inSpanSync } from '../telemetry/tracing.js';
+import {
+  formatTraceparent,
+  parseTraceparent,
+  type TraceContext,
+} from '../telemetry/trace-context.js';
 import { verifySignature } from '../provider-spec/signature.js';
 import { addLogFields, sendJson } from '../http-server/request-state.js';
 import { answerError } from '../http-server/error-handler.js';
@@ -64,23 +69,36 @@ const ANSWER = {
 export function webhookRoute(deps: WebhookRouteDeps): PlainHandler {
   const attributes = { 'http.request.method': 'POST', 'url.path': deps.config.webhookPath };
   return (req, res) =>
-    inServerSpan(`POST ${deps.config.webhookPath}`, attributes, async (span) => {
-      try {
-        await receive(deps, req, res);
-        span?.setAttribute('http.response.status_code', res.statusCode);
-      } catch (error: unknown) {
-        const status = error instanceof HttpError ? error.status : 500;
-        span?.setAttribute('http.response.status_code', status);
-        deps.metrics.deliveries.inc({ outcome: OUTCOME_BY_STATUS[status] ?? 'error', event: '' });
-        answerError(res, error, deps.logger);
-      }
-    });
+    inServerSpan(
+      `POST ${deps.config.webhookPath}`,
+      attributes,
+      incomingTrace(req),
+      async (span, trace) => {
+        try {
+          await receive(deps, req, res, trace);
+          span?.setAttribute('http.response.status_code', res.statusCode);
+        } catch (error: unknown) {
+          const status = error instanceof HttpError ? error.status : 500;
+          span?.setAttribute('http.response.status_code', status);
+          deps.metrics.deliveries.inc({ outcome: OUTCOME_BY_STATUS[status] ?? 'error', event: '' });
+          answerError(res, error, deps.logger);
+        }
+      },
+    );
 }
+
+/**
+ * The provider's trace, when its request carried a valid `traceparent`: the delivery's forwards
+ * continue it. The header is not covered by the signature; it chooses only which trace ids the
+ * delivery's spans and forwards carry, never whether anything is accepted or forwarded.
+ */
+const incomingTrace = (req: IncomingMessage) => parseTraceparent(req.headers.traceparent);
 
 async function receive(
   deps: WebhookRouteDeps,
   req: IncomingMessage,
   res: ServerResponse,
+  trace: TraceContext,
 ): Promise<void> {
   const { config, metrics } = deps;
   const body = await readRawBody(req, res, config.maxBodyBytes);
@@ -115,7 +133,7 @@ async function receive(
   const { event } = parsed;
   const stopTimer = metrics.enqueueSeconds.startTimer();
   const result = await deps
-    .store(event, parsed.text, verified.secretIndex)
+    .store(event, parsed.text, verified.secretIndex, formatTraceparent(trace))
     .catch((error: unknown) => {
       // A Redis that stalls or fails must show in the histogram, not only the ones that answered.
       stopTimer({ result: 'failed' });

@@ -5,15 +5,20 @@ import {
   SpanStatusCode,
   trace,
   type Attributes,
+  type Context,
   type Span,
 } from '@opentelemetry/api';
 import type { Telemetry } from 'bullmq';
+import { childOf, newTraceContext, type TraceContext } from './trace-context.js';
 
 /**
  * One trace per delivery: the HTTP request, the signature check, the enqueue (BullMQ's own spans
  * via bullmq-otel, which carry the context into the job), the worker's job, the download and the
- * file writes. Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; when off, the SDK is never loaded
- * and inSpan() calls its function directly: no span objects, no context switches.
+ * file writes, each forward's send. Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; when off, the
+ * SDK is never loaded and inSpan() calls its function directly: no span objects, no context
+ * switches. The trace's id is the delivery's either way (trace-context.ts): the functions that
+ * take a TraceContext give the same trace id on and off, so a forward's `traceparent` does not
+ * depend on whether traces are exported.
  */
 const TRACER = 'audio-webhooks';
 let enabled = false;
@@ -95,13 +100,74 @@ export function inSpanSync<T>(name: string, attributes: Attributes, fn: () => T)
   }
 }
 
-/** The incoming request's server span; a sender's `traceparent` is not trusted as a parent. */
+/**
+ * The incoming request's server span, in the provider's trace when its request carried a valid
+ * `traceparent` (`incoming`), else in a new one; `fn` is given the context the delivery's job
+ * carries on: the server span's, or (tracing off) one that stands for it.
+ */
 export function inServerSpan<T>(
   name: string,
   attributes: Attributes,
-  fn: (span: Span | undefined) => Promise<T>,
+  incoming: TraceContext | undefined,
+  fn: (span: Span | undefined, trace: TraceContext) => Promise<T>,
 ): Promise<T> {
-  if (!enabled) return fn(undefined);
-  // A new root: the provider's trace ids are not ours to join, nor to be chosen by a caller.
-  return context.with(ROOT_CONTEXT, () => inSpan(name, attributes, fn, SpanKind.SERVER));
+  if (!enabled)
+    return fn(undefined, incoming === undefined ? newTraceContext() : childOf(incoming));
+  // Never the active context: a request's trace is the provider's or its own, not a caller's.
+  const parent = incoming === undefined ? ROOT_CONTEXT : withRemote(ROOT_CONTEXT, incoming);
+  return context.with(parent, () =>
+    inSpan(name, attributes, (span) => fn(span, contextOf(span)), SpanKind.SERVER),
+  );
+}
+
+/**
+ * Runs `fn` in a span of the trace `delivery` names (a child of the active span when that is in
+ * the same trace, as bullmq-otel's job spans are); `fn` is given the context to send on: the
+ * span's, or (tracing off) the same trace under a span id of its own.
+ */
+export async function inTraceSpan<T>(
+  name: string,
+  attributes: Attributes,
+  delivery: TraceContext,
+  fn: (trace: TraceContext) => Promise<T>,
+  kind: SpanKind = SpanKind.PRODUCER,
+): Promise<T> {
+  if (!enabled) return fn(childOf(delivery));
+  const active = trace.getSpan(context.active())?.spanContext();
+  const parent =
+    active?.traceId === delivery.traceId
+      ? context.active()
+      : withRemote(context.active(), delivery);
+  return context.with(parent, () =>
+    inSpan(
+      name,
+      attributes,
+      (span) => fn(span === undefined ? childOf(delivery) : contextOf(span)),
+      kind,
+    ),
+  );
+}
+
+/** The active span's trace, when tracing is on and a span is active (a job's, via bullmq-otel). */
+export function activeTrace(): TraceContext | undefined {
+  if (!enabled) return undefined;
+  const span = trace.getSpan(context.active());
+  return span === undefined || !trace.isSpanContextValid(span.spanContext())
+    ? undefined
+    : contextOf(span);
+}
+
+function contextOf(span: Span | undefined): TraceContext {
+  if (span === undefined) return newTraceContext();
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  return { traceId, spanId, flags: traceFlags.toString(16).padStart(2, '0') };
+}
+
+function withRemote(parent: Context, { traceId, spanId, flags }: TraceContext): Context {
+  return trace.setSpanContext(parent, {
+    traceId,
+    spanId,
+    traceFlags: Number.parseInt(flags, 16),
+    isRemote: true,
+  });
 }

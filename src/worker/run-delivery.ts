@@ -92,7 +92,7 @@ async function runSteps(
     if (job.data.forwarded !== true) {
       await steps.forward?.(
         taken.jobId,
-        forwardMessage(delivery, job.data.body, new Date(), handled.stored),
+        forwardMessage(delivery, job.data.body, new Date(), handled.stored, job.data.traceparent),
       );
     }
   } catch (error: unknown) {

@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { connect as amqpConnect, type Channel } from 'amqplib';
 import { connect as natsConnect } from 'nats';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { forwardSecret } from '../../harness/forward-destinations';
+import { forwardKeyPair } from '../../harness/forward-destinations';
 import { freePort } from '../../harness/private-redis';
 import { startTestPipeline } from '../helpers/test-pipeline';
 
@@ -139,7 +139,7 @@ async function removeFromBrokers(names: readonly BrokerNames[]): Promise<void> {
   await amqp.close();
 }
 
-it('the HTTP, NATS and RabbitMQ consumers, started first, each print the forwarded message, and leave nothing on the brokers once stopped', async () => {
+it('the HTTP (holding only the public key), NATS and RabbitMQ consumers, started first, each print the forwarded message with its one trace id, and leave nothing on the brokers once stopped', async () => {
   const run = randomUUID().replace(/-/g, '');
   const names = {
     STREAM: `AW_EXAMPLE_${run}`,
@@ -149,10 +149,13 @@ it('the HTTP, NATS and RabbitMQ consumers, started first, each print the forward
     QUEUE: `aw-example-${run}`,
     ROUTING_KEY: 'stored',
   };
-  const secret = forwardSecret();
+  const { signingKey, publicKey } = forwardKeyPair();
   const port = await freePort();
   const consumers = [
-    startConsumer('http-consumer.mjs', { FORWARD_SECRET: secret, CONSUMER_PORT: String(port) }),
+    startConsumer('http-consumer.mjs', {
+      FORWARD_PUBLIC_KEY: publicKey,
+      CONSUMER_PORT: String(port),
+    }),
     startConsumer('nats-consumer.mjs', { NATS_URL: NATS, ...names }),
     startConsumer('amqp-consumer.mjs', { AMQP_URL: AMQP, ...names }),
   ];
@@ -166,11 +169,16 @@ it('the HTTP, NATS and RabbitMQ consumers, started first, each print the forward
         `nats://${NATS}/${names.SUBJECT}`,
         `${AMQP}/?exchange=${names.EXCHANGE}&routing_key=${names.ROUTING_KEY}`,
       ].join(','),
-      FORWARD_SECRET: secret,
+      FORWARD_SIGNING_KEY: signingKey,
     });
     const id = `example-${run}`;
-    await pipeline.post(sampleDelivery('key.revoked', { id })).expect(202);
-    const line = new RegExp(`^key\\.revoked:${id} key\\.revoked ${id} -$`, 'm');
+    const trace = randomBytes(16).toString('hex');
+    await pipeline
+      .post(sampleDelivery('key.revoked', { id }))
+      .set('traceparent', `00-${trace}-${randomBytes(8).toString('hex')}-01`)
+      .expect(202);
+    // The trace id last: the one the delivery came with, in each consumer.
+    const line = new RegExp(`^key\\.revoked:${id} key\\.revoked ${id} - ${trace}$`, 'm');
     await Promise.all(consumers.map((consumer) => consumer.printed(line)));
     for (const consumer of consumers) expect(consumer.stdout().match(line)).toHaveLength(1);
     await pipeline.close();
@@ -229,7 +237,7 @@ it('with no names given, two runs of each broker consumer on one broker name the
     pipeline = await startTestPipeline({}, undefined, { FORWARD_URLS: entries.join(',') });
     const id = `example-${randomUUID()}`;
     await pipeline.post(sampleDelivery('key.revoked', { id })).expect(202);
-    const line = new RegExp(`^key\\.revoked:${id} key\\.revoked ${id} -$`, 'm');
+    const line = new RegExp(`^key\\.revoked:${id} key\\.revoked ${id} - [0-9a-f]{32}$`, 'm');
     await Promise.all(consumers.map((consumer) => consumer.printed(line)));
     await pipeline.close();
     pipeline = undefined;

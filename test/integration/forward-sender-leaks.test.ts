@@ -90,7 +90,11 @@ async function rejection(work: Promise<unknown>): Promise<Error> {
   throw new Error('resolved; a rejection was expected');
 }
 
-const message = (body = '{"type":"test"}') => ({ id: `test:${randomUUID()}`, body });
+const message = (body = '{"type":"test"}') => ({
+  id: `test:${randomUUID()}`,
+  body,
+  traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+});
 
 describe('RabbitMQ sender', () => {
   it('an exchange that does not exist: 10 failed sends hold one connection, retried (not permanent), and close() leaves none', async () => {

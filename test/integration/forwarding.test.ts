@@ -456,9 +456,9 @@ describe('in one pipeline', () => {
 it.each([
   ['an unknown scheme', { FORWARD_URLS: 'ftp://files.example.com/drop' }, /unknown scheme ftp:/],
   [
-    'an HTTP destination without FORWARD_SECRET',
+    'an HTTP destination without FORWARD_SECRET or FORWARD_SIGNING_KEY',
     { FORWARD_URLS: 'https://hooks.example.com/audio' },
-    /FORWARD_SECRET is not set/,
+    /neither FORWARD_SECRET nor FORWARD_SIGNING_KEY is set/,
   ],
   [
     'an unparsable URL',
@@ -480,12 +480,22 @@ it.each([
     { FORWARD_URLS: 'https://hooks.example.com/audio', FORWARD_SECRET: 'plain-secret' },
     /FORWARD_SECRET must be whsec_/,
   ],
+  [
+    'a signing key that is not whsk_<base64 of 32 bytes> (never echoed)',
+    {
+      FORWARD_URLS: 'https://hooks.example.com/audio',
+      FORWARD_SIGNING_KEY: `whsk_s3cret${'A'.repeat(36)}=`,
+    },
+    /FORWARD_SIGNING_KEY must be whsk_/,
+  ],
 ])('%s: start refused with one line naming the setting, exit 1', async (_name, env, reason) => {
   const refused = service({ WEBHOOK_SECRETS: TEST_SECRET, QUEUE_PREFIX: prefixed(), ...env });
   expect(await refused.exited).toBe(1);
   const lines = refused.stderr().split('\n').filter(Boolean);
   expect(lines).toHaveLength(1);
-  expect(lines[0]).toMatch(/^audio-webhooks: invalid configuration: FORWARD_(URLS|SECRET) /);
+  expect(lines[0]).toMatch(
+    /^audio-webhooks: invalid configuration: FORWARD_(URLS|SECRET|SIGNING_KEY) /,
+  );
   expect(lines[0]).toMatch(reason);
   expect(refused.stderr()).not.toContain('s3cret');
 });

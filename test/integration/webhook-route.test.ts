@@ -54,6 +54,8 @@ describe('POST /webhooks', () => {
     expect(stored[0]?.data).toEqual({
       body: JSON.stringify(delivery),
       receivedAt: expect.any(String),
+      // The delivery's trace, which its forwards carry (a new one: none came with it).
+      traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/),
     });
   });
 

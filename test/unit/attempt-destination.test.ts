@@ -51,7 +51,19 @@ it('a forward send leaves no timer behind: its signal is not aborted after the s
     }),
     logger: pino({ level: 'silent' }),
   };
-  await expect(attemptDestination('d', 'job', { id: 'm', body: '{}' }, deps, 5)).resolves.toEqual({
+  await expect(
+    attemptDestination(
+      'd',
+      'job',
+      {
+        id: 'm',
+        body: '{}',
+        traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      },
+      deps,
+      5,
+    ),
+  ).resolves.toEqual({
     kind: 'sent',
   });
   // AbortSignal.timeout's timer fired here, 5 ms on, for a send long answered.

@@ -52,6 +52,7 @@ describe('loadConfig', () => {
       forwardDestinations: [],
       forwardConfigDestinations: [],
       forwardSecret: undefined,
+      forwardSigningKeys: [],
       forwardAttempts: 10,
       forwardBackoffMs: 5_000,
       forwardTimeoutMs: 10_000,
@@ -381,5 +382,38 @@ describe('the message of a refused configuration', () => {
       '  - WEBHOOK_SECRETS must not contain an empty secret',
       expect.stringMatching(/^ {2}- ROLE /),
     ]);
+  });
+});
+
+describe('FORWARD_SIGNING_KEY', () => {
+  const seed = Buffer.alloc(32, 7).toString('base64');
+  const http = { WEBHOOK_SECRETS: 's', FORWARD_URLS: 'https://hooks.example.com/audio' };
+
+  it('takes whsk_ keys of a 32-byte seed, one or several (rotation); an HTTP destination needs it or FORWARD_SECRET', () => {
+    const other = Buffer.alloc(32, 9).toString('base64');
+    expect(
+      loadConfig({ ...http, FORWARD_SIGNING_KEY: `whsk_${seed}, whsk_${other}` })
+        .forwardSigningKeys,
+    ).toEqual([`whsk_${seed}`, `whsk_${other}`]);
+    expect(problems(http)).toEqual([
+      expect.stringMatching(
+        /^FORWARD_URLS names an HTTP destination .* neither FORWARD_SECRET nor FORWARD_SIGNING_KEY is set/,
+      ),
+    ]);
+  });
+
+  it.each([
+    ['another prefix', `whsec_${seed}`],
+    ['a seed of 31 bytes', `whsk_${Buffer.alloc(31, 7).toString('base64')}`],
+    ['a seed of 64 bytes (a whole private key)', `whsk_${Buffer.alloc(64, 7).toString('base64')}`],
+    ['not canonical base64', `whsk_${seed.slice(0, -2)}9=`],
+    ['no padding', `whsk_${seed.slice(0, -1)}`],
+    ['url-safe base64', `whsk_${Buffer.alloc(32, 0xff).toString('base64url')}`],
+    ['an empty entry', `whsk_${seed},`],
+  ])('refuses %s in one line naming it, never echoing the value', (_, value) => {
+    const refused = problems({ ...http, FORWARD_SIGNING_KEY: value });
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatch(/^FORWARD_SIGNING_KEY must be whsk_/);
+    expect(refused[0]).not.toContain(value.slice(5, 20));
   });
 });

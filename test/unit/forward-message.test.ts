@@ -65,9 +65,29 @@ it('any id: the message id is printable ASCII of at most 200 bytes, one per id',
 it("the message holds the delivery's data as sent, and id as sent", () => {
   const sent = '{"event":"audio.ready","data":{"id":"tts_日本語\\n","n":[1e20,1e20]}}';
   const delivery = JSON.parse(sent) as Delivery;
-  const message = forwardMessage(delivery, sent, new Date('2026-11-25T10:00:00Z'), undefined);
+  const message = forwardMessage(
+    delivery,
+    sent,
+    new Date('2026-11-25T10:00:00Z'),
+    undefined,
+    undefined,
+  );
   expect(message.body).toBe(
     '{"type":"audio.ready","id":"tts_日本語\\n","timestamp":"2026-11-25T10:00:00.000Z","data":{"id":"tts_日本語\\n","n":[1e20,1e20]}}',
   );
   expect(JSON.parse(message.body)).toMatchObject({ id: 'tts_日本語\n' });
+});
+
+it("the message carries its job's traceparent; a job without a valid one gets a trace of its own", () => {
+  const sent = '{"event":"key.revoked","data":{"id":"k1"}}';
+  const delivery = JSON.parse(sent) as Delivery;
+  const at = new Date('2026-11-25T10:00:00Z');
+  const carried = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+  expect(forwardMessage(delivery, sent, at, undefined, carried).traceparent).toBe(carried);
+  const traceparent = /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/;
+  for (const other of [undefined, '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7']) {
+    const made = forwardMessage(delivery, sent, at, undefined, other).traceparent;
+    expect(made).toMatch(traceparent);
+    expect(made).not.toContain('4bf92f3577b34da6a3ce929d0e0e4736');
+  }
 });

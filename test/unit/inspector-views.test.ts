@@ -68,6 +68,7 @@ it('a delivery: actions only when writes are on, each a link to its confirmation
       ...delivery,
       payload: { event: 'audio.ready', data: { id: hostile } },
       stored: null,
+      trace_id: null,
       timeline: [],
       forwards: [],
     },

@@ -117,7 +117,7 @@ export function createAmqpSender(
   };
 
   return {
-    async send({ id, body }, signal) {
+    async send({ id, body, traceparent }, signal) {
       const open = await withDeadline(openChannel(), signal, 'connecting');
       const content = Buffer.from(body);
       const tag = randomUUID();
@@ -132,7 +132,7 @@ export function createAmqpSender(
             messageId: id,
             contentType: 'application/json',
             timestamp: Math.floor(Date.now() / 1000),
-            headers: { [PUBLISH_HEADER]: tag },
+            headers: { [PUBLISH_HEADER]: tag, traceparent },
           },
           (error: unknown) => {
             if (error) reject(refusal(open, error, content.length));

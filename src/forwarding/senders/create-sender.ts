@@ -1,19 +1,16 @@
 import type { ResolvedDestination } from '../../config/resolve-destinations.js';
 import { createAmqpSender } from './amqp-sender.js';
+import type { ForwardSigner } from './forward-signer.js';
 import { createHttpSender } from './http-sender.js';
 import { createNatsSender } from './nats-sender.js';
 import type { Sender } from './sender.js';
 
-/** The sender for a destination, by its kind; `forwardSecret` signs what goes over HTTP. */
-export function createSender(
-  destination: ResolvedDestination,
-  forwardSecret: string | undefined,
-): Sender {
+/** The sender for a destination, by its kind; `sign` signs what goes over HTTP. */
+export function createSender(destination: ResolvedDestination, sign: ForwardSigner): Sender {
   const timeout = destination.timeoutMs;
   switch (destination.kind) {
     case 'http':
-      // Checked at start (config.ts): an HTTP destination needs the secret.
-      return createHttpSender(destination.url, forwardSecret ?? '', timeout);
+      return createHttpSender(destination.url, sign, timeout);
     case 'nats':
       return createNatsSender(destination.url, destination.subject, timeout);
     case 'amqp':

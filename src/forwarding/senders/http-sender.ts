@@ -1,7 +1,7 @@
 import { parseRetryAfter } from '../../download/parse-retry-after.js';
 import { describeError } from '../../util/describe-error.js';
 import { Agent, request } from 'undici';
-import { Webhook } from 'standardwebhooks';
+import type { ForwardSigner } from './forward-signer.js';
 import { ForwardError, type Sender } from './sender.js';
 
 /**
@@ -22,13 +22,11 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 
 /**
  * POSTs each message, signed as Standard Webhooks (webhook-id, webhook-timestamp,
- * webhook-signature: v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">) with the
- * `standardwebhooks` reference library, so a consumer verifies with the same. Any 2xx counts
- * as taken; a redirect is not followed (the destination is configured, not discovered).
- * A user and password in the URL are sent as Basic auth, never as part of the URL.
+ * webhook-signature: `v1` and/or `v1a` entries, forward-signer.ts), with its `traceparent`.
+ * Any 2xx counts as taken; a redirect is not followed (the destination is configured, not
+ * discovered). A user and password in the URL are sent as Basic auth, never as part of the URL.
  */
-export function createHttpSender(url: URL, secret: string, timeoutMs: number): Sender {
-  const signer = new Webhook(secret);
+export function createHttpSender(url: URL, sign: ForwardSigner, timeoutMs: number): Sender {
   const target = new URL(url.href);
   const authorization =
     url.username === ''
@@ -42,7 +40,7 @@ export function createHttpSender(url: URL, secret: string, timeoutMs: number): S
     bodyTimeout: timeoutMs,
   });
   return {
-    async send({ id, body }, signal) {
+    async send({ id, body, traceparent }, signal) {
       const now = new Date();
       const answer = await request(target, {
         method: 'POST',
@@ -52,7 +50,8 @@ export function createHttpSender(url: URL, secret: string, timeoutMs: number): S
           'content-type': 'application/json',
           'webhook-id': id,
           'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-          'webhook-signature': signer.sign(id, now, body),
+          'webhook-signature': sign(id, now, body),
+          traceparent,
           ...(authorization === undefined ? {} : { authorization }),
         },
         body,

@@ -157,11 +157,12 @@ export function createNatsSender(url: URL, subject: string, timeoutMs: number): 
   };
 
   return {
-    async send({ id, body }, signal) {
+    async send({ id, body, traceparent }, signal) {
       const { nc, connected } = await withDeadline(open(), signal, 'connecting');
       if (!connected()) throw new ForwardError('disconnected; the client is reconnecting');
       const h = headers();
       h.set('Content-Type', 'application/json');
+      h.set('traceparent', traceparent);
       const stored = nc
         .jetstream()
         .publish(subject, body, { msgID: id, headers: h, timeout: timeoutMs })

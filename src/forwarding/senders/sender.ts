@@ -1,9 +1,14 @@
 import type { NeverRetry } from '../../jobs/retry-policy.js';
 
-/** One message on its way: the id every destination carries, and the JSON body. */
+/** One message on its way: the id every destination carries, the JSON body, its trace. */
 export interface Outgoing {
   readonly id: string;
   readonly body: string;
+  /**
+   * The W3C `traceparent` this send carries (an HTTP header, a JetStream message header, an AMQP
+   * message header): the delivery's trace id, the send's own span id.
+   */
+  readonly traceparent: string;
 }
 
 /** Sends to one destination; resolves once it took the message (2xx, PubAck, confirm). */
