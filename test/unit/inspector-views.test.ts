@@ -118,6 +118,7 @@ describe('a sender-written id holding what a page would hide or obey', () => {
         stored: { key: 'a.mp3', bytes: 3, sha256: 'x', content_type: 'audio/mpeg' },
         timeline: [],
         forwards: [],
+        trace_id: null,
       },
       jobId: undefined,
       failedReason: `bad ${sly}`,
