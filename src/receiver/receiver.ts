@@ -32,6 +32,7 @@ import type { AudioStore } from '../storage/audio-store.js';
 import { openBuiltInStore, type StoreSettings } from '../storage/create-audio-store.js';
 import { clusterMetricsText } from './cluster-metrics.js';
 import { applyCommonMiddleware, setSecurityHeaders, startRequestLog } from './common-middleware.js';
+import { adminHosts } from './admin-hosts.js';
 import { healthRoutes } from './health-routes.js';
 import { webhookRoute, type PlainHandler, type WebhookRouteDeps } from './webhook-route.js';
 
@@ -44,7 +45,7 @@ export type WebSettings = RedisConfig &
   Pick<RedisSettings, 'queuePrefix' | 'dedupeTtlSeconds'> &
   WebhookRouteDeps['config'] &
   Pick<ReceiverSettings, 'internalPort'> &
-  Pick<OperationsSettings, 'trustProxy' | 'adminPassword' | 'adminReadOnly'> &
+  Pick<OperationsSettings, 'trustProxy' | 'adminPassword' | 'adminReadOnly' | 'adminHosts'> &
   Pick<StorageSettings, 'archiveRetentionHours'> &
   StoreSettings &
   DashboardOptions['inspector']['forwarding'];
@@ -202,7 +203,7 @@ function fastPath(
 }
 
 interface AppParts {
-  readonly config: RedisConfig & Pick<WebSettings, 'trustProxy' | 'webhookPath'>;
+  readonly config: RedisConfig & Pick<WebSettings, 'trustProxy' | 'webhookPath' | 'adminHosts'>;
   readonly logger: Logger;
   readonly redis: RedisConnection;
   readonly gate: WriteGate;
@@ -217,6 +218,7 @@ function buildApp(parts: AppParts, surface: Surface): Express {
   const app = express();
   app.set('trust proxy', surface === 'internal' ? false : config.trustProxy);
   applyCommonMiddleware(app, logger);
+  app.use(adminHosts(config.adminHosts, { everyPath: surface === 'internal' }));
   if (surface !== 'internal') {
     // The hot path first: a delivery does not walk past the probes' and the dashboard's routes.
     app.post(config.webhookPath, webhook);
@@ -243,7 +245,7 @@ function buildApp(parts: AppParts, surface: Surface): Express {
 }
 
 function dashboardOptions(
-  config: Pick<WebSettings, 'adminPassword' | 'adminReadOnly' | 'queuePrefix'>,
+  config: Pick<WebSettings, 'adminPassword' | 'adminReadOnly' | 'adminHosts' | 'queuePrefix'>,
   queue: DeliveryQueue,
   redis: RedisConnection,
   logger: Logger,
@@ -254,6 +256,7 @@ function dashboardOptions(
     inspector,
     password: config.adminPassword,
     readOnly: config.adminReadOnly,
+    hosts: config.adminHosts,
     queue,
     redis,
     prefix: config.queuePrefix,
