@@ -29,7 +29,7 @@ export interface EnqueueResult {
 export type StoreDelivery = (
   delivery: Delivery,
   body: string,
-  /** Which of WEBHOOK_SECRETS verified it (its index), for its timeline. */
+  /** Which of WEBHOOK_SECRETS verified it, by index (0: the first), for its timeline. */
   secret?: number,
 ) => Promise<EnqueueResult>;
 
@@ -69,7 +69,7 @@ export function createDeliveryStore(
     const received =
       timeline === undefined
         ? undefined
-        : { timeline, detail: `${(secret ?? 0) + 1} ${Buffer.byteLength(body)}` };
+        : { timeline, detail: `${secret ?? 0} ${Buffer.byteLength(body)}` };
     const added = enqueueDelivery(queue, delivery, body, config.dedupeTtlSeconds, received);
     // Without replicas to wait for, the add is the whole store: no step added per delivery.
     const stored = confirm === undefined ? added : added.then(confirmed(confirm, config));
