@@ -73,10 +73,7 @@ export interface ReceiverOptions {
   readonly isShuttingDown?: () => boolean;
   /** bullmq-otel, when tracing is on. @defaultValue none */
   readonly telemetry?: Telemetry | undefined;
-  /**
-   * A process of a WEB_CONCURRENCY cluster: /metrics serves the sum over every process.
-   * @defaultValue false
-   */
+  /** A process of a WEB_CONCURRENCY cluster: /metrics sums every process. @defaultValue false */
   readonly inCluster?: boolean;
   /** The fork's own events (src/custom/events.ts). @defaultValue none */
   readonly customEvents?: CustomEvents;
@@ -99,9 +96,8 @@ type Surface = 'all' | 'public' | 'internal';
  * `listener` sends a POST to exactly WEBHOOK_PATH (the provider's every delivery) straight to
  * the webhook handler, after the same security headers and log line Express's common middleware
  * gives every other request; everything else, including the path's other spellings Express also
- * routes there (a trailing slash, other letter case), goes through `app`. Express's routing and
- * response helpers were a tenth of the receiver's CPU per delivery in a profile
- * (docs/performance-history.md); the answers are the same bytes either way.
+ * routes there (a trailing slash, other letter case), goes through `app`: Express's routing
+ * costs each delivery CPU (docs/performance-history.md) and the answers are the same bytes.
  */
 export function createReceiver(
   config: WebSettings,
@@ -236,9 +232,8 @@ function buildApp(parts: AppParts, surface: Surface): Express {
       ...(surface === 'public' ? {} : { metrics: parts.metrics }),
     }),
   );
-  if (parts.dashboard !== undefined && surface !== 'public') {
+  if (parts.dashboard !== undefined && surface !== 'public')
     app.use(loadDashboard()(parts.dashboard));
-  }
   app.use(notFound);
   app.use(errorHandler(logger));
   return app;
@@ -293,9 +288,9 @@ function archiveOpener(
 }
 
 /**
- * bull-board is loaded only when the dashboard is on: importing it cost 115–125 ms of start-up
- * in every receiver process. A synchronous require, not import(): the build is CommonJS, and a
- * dynamic import would make the app's construction asynchronous for one optional route.
+ * bull-board is loaded only when the dashboard is on, since importing it slows every receiver
+ * process's start; by require, as the build is CommonJS and import() would make building the app
+ * asynchronous for one optional route.
  */
 function loadDashboard(): typeof import('./admin-dashboard.js').adminDashboard {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- deferred on purpose (above)
