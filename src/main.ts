@@ -1,5 +1,8 @@
 import cluster from 'node:cluster';
-import { ConfigError, loadConfig } from './config/config.js';
+import { ConfigError, loadConfig, SETTINGS } from './config/config.js';
+import { unknownVariables, unknownVariableWarning } from './config/variable-names.js';
+import { PROVIDER_SETTINGS } from './provider/provider-settings.js';
+import { SANDBOX_SETTINGS } from './sandbox/sandbox-settings.js';
 import type { ReceiverSettings } from './config/receiver-settings.js';
 import { loadCustom } from './load-custom.js';
 import { ListenError, serve, type RunningServer } from './http-server/serve.js';
@@ -30,6 +33,8 @@ async function main(): Promise<void> {
   const dotenv = loadDotEnv();
   const config = loadConfig();
   const logger = createLogger(config.logLevel, undefined, config.logFormat);
+  // Once per start: a cluster's receiver processes read the same environment.
+  if (cluster.isPrimary) warnUnknownVariables(logger);
   await checkEvictionPolicy(config, POLICY_CHECK_MS);
   // Loaded before a cluster forks too: a custom event that cannot be served stops the start here.
   const custom = loadCustom();
@@ -155,6 +160,18 @@ async function startWeb(
   }
   const [server, internal] = servers as [RunningServer, RunningServer?];
   return { receiver, server, internal };
+}
+
+/**
+ * A warning line for each variable that starts like a setting (REDIS_, ADMIN_, …) but is none,
+ * of any role: a slip such as REDIS_URLS would otherwise leave REDIS_URL at its default unseen.
+ */
+function warnUnknownVariables(logger: Logger): void {
+  const known = new Set(
+    [SETTINGS, PROVIDER_SETTINGS, SANDBOX_SETTINGS].flatMap((table) => Object.keys(table)),
+  );
+  for (const unknown of unknownVariables(process.env, known))
+    logger.warn({ variable: unknown.name }, unknownVariableWarning(unknown));
 }
 
 const CLUSTER_READY_WAIT_MS = 2_000;

@@ -42,7 +42,8 @@ export function reportStartup(config: Config, logger: Logger, facts: StartupFact
       'WEBHOOK_SECRETS holds an example secret: anyone can sign deliveries; set the secret from the provider dashboard',
     );
   }
-  // Warned, not refused: any ADMIN_PASSWORD that is set serves the dashboard (docs/operations.md).
+  // On loopback any ADMIN_PASSWORD is served, a short one warned of; elsewhere config.ts refuses
+  // one under 16 characters.
   if (web && config.adminPassword !== undefined && config.adminPassword.length < 12) {
     logger.warn(
       'ADMIN_PASSWORD is shorter than 12 characters: the dashboard is easy to guess into; use a long random one',

@@ -1,7 +1,9 @@
-import { isLoopback, weakSecrets } from './receiver-settings.js';
+import { MIN_ADMIN_PASSWORD_CHARS } from './operations-settings.js';
+import { isLoopback, MIN_TOLERANCE_SECONDS, weakSecrets } from './receiver-settings.js';
 import { destinationSources } from './resolve-destinations.js';
 import { SENDER_RETRY_WINDOW_SECONDS, SETTINGS, type SettingSpec } from './settings.js';
 import type { ParsedSettings } from './setting-spec.js';
+import { nearMiss } from './variable-names.js';
 
 export { SENDER_RETRY_WINDOW_SECONDS, SETTINGS, type Reader } from './settings.js';
 export type { ParsedSettings } from './setting-spec.js';
@@ -44,86 +46,179 @@ export interface LoadOptions {
 export function parseSettings<Table extends Readonly<Record<string, SettingSpec>>>(
   table: Table,
   env: NodeJS.ProcessEnv,
-  { forCli = false }: LoadOptions = {},
+  options: LoadOptions = {},
 ): ParsedSettings<Table> {
+  const { parsed, problems } = parseEach(table, env, options);
+  if (problems.length > 0) throw new ConfigError(problems);
+  // Each field was parsed by its own schema; the mapped type says so field by field.
+  return parsed as ParsedSettings<Table>;
+}
+
+/**
+ * Each setting of `table` parsed alone: the fields that parsed, and a problem for each that did
+ * not. A required or invalid variable with a slip of its name set beside it (`WEBHOOK_SECRET`
+ * for `WEBHOOK_SECRETS`) names that too.
+ */
+function parseEach(
+  table: Readonly<Record<string, SettingSpec>>,
+  env: NodeJS.ProcessEnv,
+  { forCli = false }: LoadOptions,
+): { parsed: Readonly<Record<string, unknown>>; problems: string[] } {
   const problems: string[] = [];
   const parsed: Record<string, unknown> = {};
+  const known = new Set(Object.keys(table));
+  const withSlip = (name: string, problem: string) => {
+    const slip = nearMiss(name, env, known);
+    return slip === undefined ? problem : `${problem} (${slip} is set: did you mean ${name}?)`;
+  };
   for (const [name, spec] of Object.entries(table)) {
     const given = env[name] === '' ? undefined : env[name];
     const raw = given ?? spec.default;
     if (raw === undefined && spec.required === true) {
       if (forCli) parsed[fieldOf(name, spec)] = Object.freeze([]);
-      else problems.push(`${name} is required`);
+      else problems.push(withSlip(name, `${name} is required`));
       continue;
     }
     const result = spec.schema.safeParse(raw);
     if (result.success) parsed[fieldOf(name, spec)] = deepFreeze(result.data);
-    else problems.push(...result.error.issues.map((issue) => `${name} ${issue.message}`));
+    else
+      problems.push(
+        ...result.error.issues.map((issue) => withSlip(name, `${name} ${issue.message}`)),
+      );
   }
-  if (problems.length > 0) throw new ConfigError(problems);
-  // Each field was parsed by its own schema above; the mapped type says so field by field.
-  return Object.freeze(parsed) as ParsedSettings<Table>;
+  return { parsed: Object.freeze(parsed), problems };
 }
 
-/** Reads the environment into the service's frozen Config. */
+/**
+ * Reads the environment into the service's frozen Config. One refusal names every bad variable:
+ * those that do not parse, and those that parse but do not fit together, each cross-check run
+ * as far as the values it reads could be read.
+ */
 export function loadConfig(
   env: NodeJS.ProcessEnv = process.env,
   options: LoadOptions = {},
 ): Config {
-  const config = parseSettings(SETTINGS, env, options);
-  const problems = crossProblems(config, options);
+  const { parsed, problems } = parseEach(SETTINGS, env, options);
+  problems.push(...crossProblems(parsed, options));
   if (problems.length > 0) throw new ConfigError(problems);
-  return config;
+  return parsed as Config;
 }
 
-/** Settings that are each fine alone but not together. */
-function crossProblems(config: Config, { forCli = false }: LoadOptions): string[] {
+/**
+ * Settings that are each fine alone but not together. A field that did not parse is absent from
+ * `parsed`; each check runs when the fields it reads are there, or (DEDUPE_TTL_SECONDS against
+ * any tolerance) when it can tell without them.
+ */
+function crossProblems(parsed: Partial<Config>, { forCli = false }: LoadOptions): string[] {
   const problems: string[] = [];
+  const read = (...fields: (keyof Config)[]) => fields.every((field) => field in parsed);
+  // Only after read() has said that the fields a check uses are there.
+  const config = parsed as Config;
   // Where others can reach the listener, a secret they can read or guess lets them sign
   // deliveries. The CLI listens nowhere.
-  const weak = forCli || isLoopback(config.host) ? undefined : weakSecrets(config.webhookSecrets);
+  const open = !forCli && read('host') && !isLoopback(config.host);
+  const weak = open && read('webhookSecrets') ? weakSecrets(config.webhookSecrets) : undefined;
   if (weak !== undefined) {
     problems.push(
       `WEBHOOK_SECRETS ${weak}: refused because HOST ${config.host} is not loopback, so anyone who reaches it could sign deliveries; set the signing secret from the provider's dashboard, or HOST=127.0.0.1`,
     );
   }
-  const dedupeFloor = SENDER_RETRY_WINDOW_SECONDS + config.signatureToleranceSeconds;
-  if (config.dedupeTtlSeconds <= dedupeFloor) {
+  const serving = !forCli && config.role !== 'worker';
+  problems.push(...dashboardProblems(config, read, { serving, open }));
+  // A tolerance that did not parse is at least its minimum: a TTL at or under the floor that
+  // minimum gives is too short whatever the tolerance is meant to be.
+  const tolerance = read('signatureToleranceSeconds')
+    ? config.signatureToleranceSeconds
+    : MIN_TOLERANCE_SECONDS;
+  const dedupeFloor = SENDER_RETRY_WINDOW_SECONDS + tolerance;
+  if (read('dedupeTtlSeconds') && config.dedupeTtlSeconds <= dedupeFloor) {
+    const named = read('signatureToleranceSeconds') ? String(tolerance) : `at least ${tolerance}`;
     problems.push(
-      `DEDUPE_TTL_SECONDS (${config.dedupeTtlSeconds}) must exceed the sender's retry window (${SENDER_RETRY_WINDOW_SECONDS} s) plus SIGNATURE_TOLERANCE_SECONDS (${config.signatureToleranceSeconds}), ${dedupeFloor} s: a retry is accepted that long after the first attempt, and must be found a duplicate`,
+      `DEDUPE_TTL_SECONDS (${config.dedupeTtlSeconds}) must exceed the sender's retry window (${SENDER_RETRY_WINDOW_SECONDS} s) plus SIGNATURE_TOLERANCE_SECONDS (${named}), ${dedupeFloor} s: a retry is accepted that long after the first attempt, and must be found a duplicate`,
     );
   }
   // Two passwords leave the reader guessing which one is used: refuse, naming neither.
-  if (config.redisPassword !== undefined && new URL(config.redisUrl).password !== '') {
+  if (
+    read('redisPassword', 'redisUrl') &&
+    config.redisPassword !== undefined &&
+    new URL(config.redisUrl).password !== ''
+  ) {
     problems.push(
       'REDIS_PASSWORD is set and REDIS_URL holds a password too: keep one (REDIS_PASSWORD in a Secret, REDIS_URL without its password)',
     );
   }
-  const cluster = config.redisClusterNodes.length > 0;
-  if (cluster && config.redisSentinels.length > 0) {
+  const cluster = read('redisClusterNodes') && config.redisClusterNodes.length > 0;
+  if (cluster && read('redisSentinels') && config.redisSentinels.length > 0) {
     problems.push('REDIS_SENTINELS and REDIS_CLUSTER_NODES exclude each other: set one');
   }
-  if (cluster && !/\{[^{}]+\}/.test(config.queuePrefix)) {
+  if (cluster && read('queuePrefix') && !/\{[^{}]+\}/.test(config.queuePrefix)) {
     problems.push(
       `QUEUE_PREFIX must hold a {hash tag} such as {${config.queuePrefix}} with REDIS_CLUSTER_NODES: BullMQ keeps a queue's keys in one slot`,
     );
   }
-  if (cluster && config.redisWaitReplicas > 0) {
+  if (cluster && read('redisWaitReplicas') && config.redisWaitReplicas > 0) {
     problems.push('REDIS_WAIT_REPLICAS is not supported with REDIS_CLUSTER_NODES (yet): use 0');
   }
-  if (config.internalPort !== undefined && config.internalPort === config.port) {
+  if (
+    read('internalPort', 'port') &&
+    config.internalPort !== undefined &&
+    config.internalPort === config.port
+  ) {
     problems.push(
       `INTERNAL_PORT (${config.internalPort}) must differ from PORT: it keeps /metrics and the dashboard off the public port`,
     );
   }
-  if (config.audioStore === 's3' && config.s3Bucket === undefined) {
+  if (
+    read('audioStore', 's3Bucket') &&
+    config.audioStore === 's3' &&
+    config.s3Bucket === undefined
+  ) {
     problems.push('S3_BUCKET is required with AUDIO_STORE=s3');
   }
-  if (config.workerStallMs <= config.downloadTimeoutMs) {
+  if (
+    read('workerStallMs', 'downloadTimeoutMs') &&
+    config.workerStallMs <= config.downloadTimeoutMs
+  ) {
     problems.push(
       `WORKER_STALL_MS (${config.workerStallMs}) must exceed DOWNLOAD_TIMEOUT_MS (${config.downloadTimeoutMs}): a slow download is not a wedged worker`,
     );
   }
+  if (read('forwardDestinations', 'forwardConfigDestinations', 'forwardSecret'))
+    problems.push(...destinationProblems(config));
+  return problems;
+}
+
+/**
+ * What ADMIN_PASSWORD needs where this process serves the dashboard (`serving`): a long one
+ * where HOST lets others reach it (`open`), and INTERNAL_PORT behind a proxy.
+ */
+function dashboardProblems(
+  config: Config,
+  read: (...fields: (keyof Config)[]) => boolean,
+  { serving, open }: { serving: boolean; open: boolean },
+): string[] {
+  if (!serving || !read('adminPassword') || config.adminPassword === undefined) return [];
+  const problems: string[] = [];
+  if (open && config.adminPassword.length < MIN_ADMIN_PASSWORD_CHARS) {
+    problems.push(
+      `ADMIN_PASSWORD is shorter than ${MIN_ADMIN_PASSWORD_CHARS} characters: refused because HOST ${config.host} is not loopback, so anyone who reaches it could guess it; set a long random one (openssl rand -base64 24), or HOST=127.0.0.1`,
+    );
+  }
+  // Behind a proxy PORT believes X-Forwarded-For, so each made-up address would be a new guessing
+  // budget; INTERNAL_PORT trusts no forwarded header. `false` believes none on PORT either.
+  const proxied =
+    read('trustProxy') && config.trustProxy !== 'loopback' && config.trustProxy !== false;
+  if (proxied && read('internalPort') && config.internalPort === undefined) {
+    problems.push(
+      `INTERNAL_PORT is required with ADMIN_PASSWORD and TRUST_PROXY=${String(config.trustProxy)}: the dashboard is then served only there, where no forwarded address is believed, so a made-up X-Forwarded-For cannot reset the guessing limit`,
+    );
+  }
+  return problems;
+}
+
+/** FORWARD_URLS and FORWARD_CONFIG together: signed when HTTP, and one name each. */
+function destinationProblems(config: Config): string[] {
+  const problems: string[] = [];
   const sources = destinationSources(config);
   const http = sources.find((source) => source.destination.kind === 'http');
   if (

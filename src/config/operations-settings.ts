@@ -1,6 +1,12 @@
 import { z } from 'zod';
-import { bool, int, trustProxy } from './parsers.js';
+import { bool, hostNames, int, trustProxy } from './parsers.js';
 import type { ParsedSettings, SettingSpec } from './setting-spec.js';
+
+/**
+ * ADMIN_PASSWORD's characters at least where HOST lets others reach the dashboard: a password
+ * that long, random, is beyond 10 guesses per 15 minutes from any number of addresses.
+ */
+export const MIN_ADMIN_PASSWORD_CHARS = 16;
 
 /** What operators read and reach: logs, the proxy in front, the queue dashboard, a worker's liveness. */
 export const OPERATIONS_SETTINGS = {
@@ -28,7 +34,12 @@ export const OPERATIONS_SETTINGS = {
   ADMIN_PASSWORD: {
     schema: z.string().optional(),
     readBy: ['web'],
-    doc: 'serves the queue dashboard at /admin/queues (Basic auth, user `admin`); unset: no dashboard',
+    doc: 'serves the queue dashboard at /admin/queues and the delivery inspector (Basic auth, user `admin`); unset: neither. On a HOST other than loopback it must be 16 characters or more, and with a TRUST_PROXY other than `loopback` or `false` it needs INTERNAL_PORT, else start-up is refused',
+  },
+  ADMIN_HOSTS: {
+    schema: hostNames,
+    readBy: ['web'],
+    doc: 'comma-separated host names (no port) the dashboard, the inspector and INTERNAL_PORT may be reached by, besides IP literals and `localhost`; a request with any other `Host` gets 421 (a DNS-rebinding page gets nothing)',
   },
   ADMIN_READ_ONLY: {
     schema: bool,

@@ -144,6 +144,28 @@ export const trustProxy = z.string().transform((raw, ctx) => {
   return value;
 });
 
+/** One DNS name: letters, digits and hyphens in dot-separated labels (a trailing dot dropped). */
+const HOST_NAME =
+  /^(?=.{1,253}$)[a-z\d](?:[a-z\d-]{0,61}[a-z\d])?(?:\.[a-z\d](?:[a-z\d-]{0,61}[a-z\d])?)*$/;
+
+/** Comma-separated host names, lower-cased, without a port; unset is the empty list. */
+export const hostNames = z
+  .string()
+  .optional()
+  .transform((raw, ctx) => {
+    if (raw === undefined) return [];
+    const names = list(raw).map((name) => name.toLowerCase().replace(/\.$/, ''));
+    const bad = names.find((name) => !HOST_NAME.test(name));
+    if (bad !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `"${bad}" is not a host name such as admin.example.com (no scheme, no port)`,
+      });
+      return z.NEVER;
+    }
+    return names;
+  });
+
 /** An optional path; unset stays undefined. */
 export const optionalPath = z.string().optional();
 

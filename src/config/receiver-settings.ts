@@ -1,8 +1,15 @@
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
-import { int, secrets } from './parsers.js';
+import { connectionsFromLimit, openFileLimit, RESERVED_FILES } from './open-file-limit.js';
+import { autoOrInt, int, secrets } from './parsers.js';
 import type { ParsedSettings, SettingSpec } from './setting-spec.js';
+
+/** The smallest SIGNATURE_TOLERANCE_SECONDS: DEDUPE_TTL_SECONDS is checked against it when the tolerance set is not a number. */
+export const MIN_TOLERANCE_SECONDS = 1;
+
+/** MAX_CONNECTIONS at most. */
+const MAX_CONNECTIONS = 1_000_000;
 
 /** The HTTP receiver: where it listens, and what a delivery must be for it to be accepted. */
 export const RECEIVER_SETTINGS = {
@@ -31,7 +38,7 @@ export const RECEIVER_SETTINGS = {
     doc: 'path of the receiving endpoint',
   },
   SIGNATURE_TOLERANCE_SECONDS: {
-    schema: int(1, 86_400),
+    schema: int(MIN_TOLERANCE_SECONDS, 86_400),
     default: '300',
     readBy: ['web'],
     doc: 'max |now − t|, in both directions',
@@ -44,13 +51,16 @@ export const RECEIVER_SETTINGS = {
   },
   MAX_CONNECTIONS: {
     // Each connection holds a file descriptor, and a process out of them fails its accepts,
-    // Redis connections and file opens alike. 512 leaves half of the common 1024 open-file
-    // limit to everything else, and is far above what a load balancer's keep-alive pool holds
-    // open to one process; past it, a flood of connections is refused one by one.
-    schema: int(1, 1_000_000),
-    default: '512',
+    // Redis connections and file opens alike; past the cap, connections are refused one by
+    // one. `auto` sizes it from what the platform gives (open-file-limit.ts).
+    schema: autoOrInt(
+      () => connectionsFromLimit(openFileLimit(), MAX_CONNECTIONS),
+      1,
+      MAX_CONNECTIONS,
+    ),
+    default: 'auto',
     readBy: ['web'],
-    doc: 'open connections per listening port of a receiver process; more are closed as they arrive (each holds a file descriptor: keep it under the open-file limit)',
+    doc: `open connections per listening port of a receiver process; more are closed as they arrive. \`auto\`: the process's open-file limit as read at start, less ${RESERVED_FILES} for Redis, the store and logs, never under ${RESERVED_FILES}. An idle connection is closed by the header timeout (20 s)`,
   },
 } as const satisfies Record<string, SettingSpec>;
 
@@ -84,14 +94,13 @@ function weakness(secret: string): string | undefined {
 
 /**
  * What is wrong with the secrets for a listener others can reach, as one phrase that names
- * entries by position and never holds a secret; undefined when every one is fit.
+ * entries by index (0: the first, as /metrics and the timeline number them) and never holds a
+ * secret; undefined when every one is fit.
  */
 export function weakSecrets(secrets: readonly string[]): string | undefined {
   const weak = secrets.flatMap((secret, at) => {
     const why = weakness(secret);
-    return why === undefined
-      ? []
-      : [secrets.length === 1 ? `is ${why}` : `entry ${at + 1} is ${why}`];
+    return why === undefined ? [] : [secrets.length === 1 ? `is ${why}` : `index ${at} is ${why}`];
   });
   return weak.length === 0 ? undefined : weak.join(', ');
 }

@@ -1,5 +1,11 @@
-import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import {
+  createServer,
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { deferContinue } from './expect-continue.js';
 
 /** The listener could not start; the message names the variable to fix. */
@@ -55,10 +61,36 @@ export const SERVER_TIMEOUTS = { keepAliveMs: 65_000, headersMs: 20_000, request
  */
 const DEADLINE_CHECK_MS = 1_000;
 
+/**
+ * Node's headersTimeout runs from a request's first byte: a connection that sends nothing at all
+ * is never timed out, so a client could hold idle sockets (each a file descriptor, each counted
+ * against MAX_CONNECTIONS) for ever. Each connection gets `headersMs` to deliver its first
+ * request's headers; from then on Node's own deadlines and the keep-alive timeout apply.
+ */
+function closeSilentConnections(server: Server, headersMs: number): void {
+  const awaiting = new WeakMap<Socket, NodeJS.Timeout>();
+  server.on('connection', (socket: Socket) => {
+    const timer = setTimeout(() => socket.destroy(), headersMs).unref();
+    awaiting.set(socket, timer);
+    socket.once('close', () => {
+      clearTimeout(timer);
+    });
+  });
+  server.on('request', (req: IncomingMessage) => {
+    const timer = awaiting.get(req.socket);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    awaiting.delete(req.socket);
+  });
+}
+
 export interface ServeOptions {
   /** The variable that names `port`, for the error an operator reads. */
   readonly portName?: string;
-  /** Open connections at most (MAX_CONNECTIONS); more are closed as they arrive. Unset: no cap. */
+  /**
+   * Open connections at most (MAX_CONNECTIONS, sized from the open-file limit); more are closed
+   * as they arrive. Unset: no cap.
+   */
   readonly maxConnections?: number;
   /** The request deadlines, SERVER_TIMEOUTS's unless given (a test shortens them). */
   readonly timeouts?: Partial<Pick<typeof SERVER_TIMEOUTS, 'headersMs' | 'requestMs'>>;
@@ -78,6 +110,7 @@ export async function serve(
   });
   deferContinue(server);
   if (maxConnections !== undefined) server.maxConnections = maxConnections;
+  closeSilentConnections(server, timeouts.headersMs ?? SERVER_TIMEOUTS.headersMs);
 
   const inFlight = new Set<ServerResponse>();
   let closing = false;

@@ -169,7 +169,7 @@ function worded(code: string, detail: string, destinations: readonly string[]): 
   switch (code) {
     case 'R': {
       const [secret, bytes] = detail.split(' ');
-      return `signed with secret #${secret ?? '?'} of WEBHOOK_SECRETS, ${bytes ?? '?'} bytes`;
+      return `signed with WEBHOOK_SECRETS index ${secret ?? '?'}, ${bytes ?? '?'} bytes`;
     }
     case 'D':
       return 'sent again by the provider; answered 200 duplicate, not handled again';

@@ -6,7 +6,8 @@ import { ExpressAdapter } from '@bull-board/express';
 import { Router, type Request, type RequestHandler } from 'express';
 import { contentSecurityPolicy } from 'helmet';
 import type { Logger } from 'pino';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterRedis, type RateLimiterRes } from 'rate-limiter-flexible';
+import { isAdminHost } from './admin-hosts.js';
 import { guessKey } from './guess-key.js';
 import { createForwardQueue } from '../forwarding/forward-queue.js';
 import type { DeliveryQueue } from '../queue/delivery-queue.js';
@@ -29,6 +30,8 @@ export interface DashboardOptions {
   readonly password: string;
   /** No retry, remove, clean, pause or add: the board only shows. */
   readonly readOnly: boolean;
+  /** ADMIN_HOSTS: the names a change's Origin may carry, besides IP literals and localhost. */
+  readonly hosts: readonly string[];
   readonly queue: DeliveryQueue;
   /** Where wrong passwords are counted: shared by every receiver process and replica. */
   readonly redis: RedisConnection;
@@ -48,16 +51,22 @@ export interface DashboardOptions {
  *    which parallel guesses outrun). The address is `req.ip`: on INTERNAL_PORT the connecting
  *    socket's, since that app trusts no proxy (receiver.ts), so a client that rotates
  *    X-Forwarded-For still spends one budget; on a shared PORT, the one TRUST_PROXY's proxies name.
- *    Every attempt that carries credentials takes one of the 10 slots BEFORE its password is
- *    judged, and a right password gives it back: so however many arrive at once, at most 10 wrong
- *    ones per 15 minutes are ever judged, and past that every attempt gets 429 with Retry-After,
+ *    Only wrong passwords count: each is added to the count in one atomic step and answered
+ *    401 only while the count is within 10, so however many arrive at once, across every
+ *    process, at most 10 wrong ones per 15 minutes are ever answered as wrong. The right one
+ *    adds nothing (20 operators behind one NAT address all get in) and is let in only while
+ *    fewer than 10 wrong ones were counted; past that every attempt gets 429 with Retry-After,
  *    the right password included. A request without credentials is not counted: browsers send
  *    each new path bare first and add the credentials after the 401 challenge;
- * 3. Basic auth, compared in constant time, a wrong password logged without the password;
+ * 3. Basic auth, compared in constant time; a failure logged with whether the user name was
+ *    `admin`, never the name typed or the password;
  * 4. changes: refused outright when read-only; otherwise only from the dashboard's own page
- *    (Origin must name this host). Basic credentials ride along on every request the browser
- *    makes, a forged form post from another site included, so the Origin check is the CSRF
- *    defence (OWASP's "verify origin with standard headers"; bull-board has no token of its own).
+ *    (Origin must name this host, by a name ADMIN_HOSTS allows). Basic credentials ride along
+ *    on every request the browser makes, a forged form post from another site included, so the
+ *    Origin check is the CSRF defence (OWASP's "verify origin with standard headers"; bull-board
+ *    has no token of its own).
+ * In front of all four, the app's door (admin-hosts.ts) has already refused a Host that names
+ * the service by no allowed name, and marked the answer no-store.
  * The page asks nothing of any other origin (OwnOriginAdapter, OWN_ORIGIN_POLICY).
  * The delivery inspector (inspector/: its page at /admin/deliveries, its API under /admin/api)
  * stands behind the same four layers and policy.
@@ -88,7 +97,7 @@ export function adminDashboard(options: DashboardOptions): Router {
     deadline(DASHBOARD_DEADLINE_MS),
     OWN_ORIGIN_POLICY,
     basicAuth(options.password, guesses, options.logger),
-    changesAllowed(options.readOnly),
+    changesAllowed(options.readOnly, options.hosts),
   ];
   const inspector = createInspector({
     ...options.inspector,
@@ -190,37 +199,41 @@ function basicAuth(password: string, guesses: RateLimiterRedis, logger: Logger):
       challenge(res);
       return;
     }
+    const right = credentials !== undefined && timingSafeEqual(digest(credentials), expected);
+    let count: RateLimiterRes;
     try {
-      await guesses.consume(client);
-    } catch (refusal: unknown) {
-      if (refusal instanceof RateLimiterRes) {
-        const seconds = Math.max(1, Math.ceil(refusal.msBeforeNext / 1000));
-        res.setHeader('Retry-After', String(seconds));
-        res.status(429).json({
-          detail: `too many wrong dashboard passwords from this address; try again in ${seconds} s`,
-        });
-        return;
-      }
-      logger.error({ err: refusal }, 'cannot count dashboard logins: Redis unavailable');
+      // One atomic script either way (so the answer's timing tells nothing): a wrong password
+      // adds one to the count, the right one adds nothing and reads it.
+      count = await guesses.penalty(client, right ? 0 : 1);
+    } catch (error: unknown) {
+      logger.error({ err: error }, 'cannot count dashboard logins: Redis unavailable');
       res.status(503).json({ detail: 'the dashboard is unavailable: Redis does not answer' });
       return;
     }
-    if (credentials !== undefined && timingSafeEqual(digest(credentials), expected)) {
-      // The slot taken above was not a wrong guess: give it back.
-      guesses.reward(client).catch((error: unknown) => {
-        logger.warn({ err: error }, 'could not return a dashboard login slot');
+    // A wrong one is judged while it is within the 10 it made the count; the right one while
+    // fewer than 10 wrong ones were counted before it.
+    if (count.consumedPoints > DASHBOARD_GUESSES.points - (right ? 1 : 0)) {
+      const seconds = Math.max(1, Math.ceil(count.msBeforeNext / 1000));
+      res.setHeader('Retry-After', String(seconds));
+      res.status(429).json({
+        detail: `too many wrong dashboard passwords from this address; try again in ${seconds} s`,
       });
+      return;
+    }
+    if (right) {
       next();
       return;
     }
-    const user = credentials?.slice(0, credentials.indexOf(':'));
     logger.warn(
       {
         ip: client,
         method: req.method,
         path: req.originalUrl.slice(0, 200),
-        // The user name helps spot a misconfigured client; the password never appears.
-        user: user === undefined ? undefined : JSON.stringify(user.slice(0, 64)),
+        // Whether the user name was right, never the name: a password typed there would show.
+        userIsAdmin:
+          credentials === undefined
+            ? undefined
+            : credentials.slice(0, credentials.indexOf(':')) === ADMIN_USER,
         reason: credentials === undefined ? 'malformed credentials' : 'wrong credentials',
       },
       'dashboard login failed',
@@ -238,7 +251,7 @@ function basicCredentials(req: Request): string | undefined {
   return decoded.includes(':') ? decoded : undefined;
 }
 
-function changesAllowed(readOnly: boolean): RequestHandler {
+function changesAllowed(readOnly: boolean, hosts: readonly string[]): RequestHandler {
   return (req, res, next) => {
     if (SAFE_METHODS.has(req.method)) {
       next();
@@ -248,7 +261,7 @@ function changesAllowed(readOnly: boolean): RequestHandler {
       res.status(403).json({ detail: 'the dashboard is read-only (ADMIN_READ_ONLY=true)' });
       return;
     }
-    if (!sameOrigin(req)) {
+    if (!sameOrigin(req, hosts)) {
       res.status(403).json({
         detail:
           "a change needs an Origin header naming the dashboard's own origin (Origin: <scheme>://<the host and port it is reached by>): a browser sends it from the dashboard's page, a script must send it itself",
@@ -259,8 +272,11 @@ function changesAllowed(readOnly: boolean): RequestHandler {
   };
 }
 
-/** The browser's Origin names the host the request came to (scheme aside: TLS may end early). */
-function sameOrigin(req: Request): boolean {
+/**
+ * The browser's Origin names the host the request came to (scheme aside: TLS may end early), by
+ * an allowed name: a page rebound to this address names its own, which Host then names too.
+ */
+function sameOrigin(req: Request, hosts: readonly string[]): boolean {
   const origin = req.headers.origin;
   const host = req.headers.host;
   if (origin === undefined || host === undefined) return false;
@@ -270,7 +286,8 @@ function sameOrigin(req: Request): boolean {
   )
     return false;
   try {
-    return new URL(origin).host === host.toLowerCase();
+    const from = new URL(origin).host;
+    return from === host.toLowerCase() && isAdminHost(from, hosts);
   } catch {
     return false;
   }

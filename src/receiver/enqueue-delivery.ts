@@ -29,7 +29,7 @@ export interface EnqueueResult {
 export type StoreDelivery = (
   delivery: Delivery,
   body: string,
-  /** Which of WEBHOOK_SECRETS verified it (its index), for its timeline. */
+  /** Which of WEBHOOK_SECRETS verified it, by index (0: the first), for its timeline. */
   secret?: number,
   /** Its W3C `traceparent`, which its job carries to its forwards (telemetry/trace-context.ts). */
   traceparent?: string,
@@ -92,7 +92,7 @@ export function createDeliveryStore(
  * base64url (22 characters, not 32 hex: the record is kept for the archive's retention).
  */
 const receivedDetail = (secret: number | undefined, body: string, traceparent?: string) =>
-  `${(secret ?? 0) + 1} ${Buffer.byteLength(body)}${traceparent === undefined ? '' : ` ${Buffer.from(traceparent.slice(3, 35), 'hex').toString('base64url')}`}`;
+  `${secret ?? 0} ${Buffer.byteLength(body)}${traceparent === undefined ? '' : ` ${Buffer.from(traceparent.slice(3, 35), 'hex').toString('base64url')}`}`;
 
 /** Passes the result on once enough replicas acknowledged it (Redis WAIT, group-committed). */
 function confirmed(

@@ -32,6 +32,7 @@ import type { AudioStore } from '../storage/audio-store.js';
 import { openBuiltInStore, type StoreSettings } from '../storage/create-audio-store.js';
 import { clusterMetricsText } from './cluster-metrics.js';
 import { applyCommonMiddleware, setSecurityHeaders, startRequestLog } from './common-middleware.js';
+import { adminHosts } from './admin-hosts.js';
 import { healthRoutes } from './health-routes.js';
 import { webhookRoute, type PlainHandler, type WebhookRouteDeps } from './webhook-route.js';
 
@@ -44,7 +45,7 @@ export type WebSettings = RedisConfig &
   Pick<RedisSettings, 'queuePrefix' | 'dedupeTtlSeconds'> &
   WebhookRouteDeps['config'] &
   Pick<ReceiverSettings, 'internalPort'> &
-  Pick<OperationsSettings, 'trustProxy' | 'adminPassword' | 'adminReadOnly'> &
+  Pick<OperationsSettings, 'trustProxy' | 'adminPassword' | 'adminReadOnly' | 'adminHosts'> &
   Pick<StorageSettings, 'archiveRetentionHours'> &
   StoreSettings &
   DashboardOptions['inspector']['forwarding'];
@@ -72,10 +73,7 @@ export interface ReceiverOptions {
   readonly isShuttingDown?: () => boolean;
   /** bullmq-otel, when tracing is on. @defaultValue none */
   readonly telemetry?: Telemetry | undefined;
-  /**
-   * A process of a WEB_CONCURRENCY cluster: /metrics serves the sum over every process.
-   * @defaultValue false
-   */
+  /** A process of a WEB_CONCURRENCY cluster: /metrics sums every process. @defaultValue false */
   readonly inCluster?: boolean;
   /** The fork's own events (src/custom/events.ts). @defaultValue none */
   readonly customEvents?: CustomEvents;
@@ -98,9 +96,8 @@ type Surface = 'all' | 'public' | 'internal';
  * `listener` sends a POST to exactly WEBHOOK_PATH (the provider's every delivery) straight to
  * the webhook handler, after the same security headers and log line Express's common middleware
  * gives every other request; everything else, including the path's other spellings Express also
- * routes there (a trailing slash, other letter case), goes through `app`. Express's routing and
- * response helpers were a tenth of the receiver's CPU per delivery in a profile
- * (docs/performance-history.md); the answers are the same bytes either way.
+ * routes there (a trailing slash, other letter case), goes through `app`: Express's routing
+ * costs each delivery CPU (docs/performance-history.md) and the answers are the same bytes.
  */
 export function createReceiver(
   config: WebSettings,
@@ -202,7 +199,7 @@ function fastPath(
 }
 
 interface AppParts {
-  readonly config: RedisConfig & Pick<WebSettings, 'trustProxy' | 'webhookPath'>;
+  readonly config: RedisConfig & Pick<WebSettings, 'trustProxy' | 'webhookPath' | 'adminHosts'>;
   readonly logger: Logger;
   readonly redis: RedisConnection;
   readonly gate: WriteGate;
@@ -217,6 +214,7 @@ function buildApp(parts: AppParts, surface: Surface): Express {
   const app = express();
   app.set('trust proxy', surface === 'internal' ? false : config.trustProxy);
   applyCommonMiddleware(app, logger);
+  app.use(adminHosts(config.adminHosts, { everyPath: surface === 'internal' }));
   if (surface !== 'internal') {
     // The hot path first: a delivery does not walk past the probes' and the dashboard's routes.
     app.post(config.webhookPath, webhook);
@@ -234,16 +232,15 @@ function buildApp(parts: AppParts, surface: Surface): Express {
       ...(surface === 'public' ? {} : { metrics: parts.metrics }),
     }),
   );
-  if (parts.dashboard !== undefined && surface !== 'public') {
+  if (parts.dashboard !== undefined && surface !== 'public')
     app.use(loadDashboard()(parts.dashboard));
-  }
   app.use(notFound);
   app.use(errorHandler(logger));
   return app;
 }
 
 function dashboardOptions(
-  config: Pick<WebSettings, 'adminPassword' | 'adminReadOnly' | 'queuePrefix'>,
+  config: Pick<WebSettings, 'adminPassword' | 'adminReadOnly' | 'adminHosts' | 'queuePrefix'>,
   queue: DeliveryQueue,
   redis: RedisConnection,
   logger: Logger,
@@ -254,6 +251,7 @@ function dashboardOptions(
     inspector,
     password: config.adminPassword,
     readOnly: config.adminReadOnly,
+    hosts: config.adminHosts,
     queue,
     redis,
     prefix: config.queuePrefix,
@@ -262,9 +260,9 @@ function dashboardOptions(
 }
 
 /**
- * bull-board is loaded only when the dashboard is on: importing it cost 115–125 ms of start-up
- * in every receiver process. A synchronous require, not import(): the build is CommonJS, and a
- * dynamic import would make the app's construction asynchronous for one optional route.
+ * bull-board is loaded only when the dashboard is on, since importing it slows every receiver
+ * process's start; by require, as the build is CommonJS and import() would make building the app
+ * asynchronous for one optional route.
  */
 function loadDashboard(): typeof import('./admin-dashboard.js').adminDashboard {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- deferred on purpose (above)

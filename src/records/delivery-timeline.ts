@@ -14,7 +14,7 @@ export { LISTED_DUPLICATES, MAX_STEPS };
  * and rewrite atomically with Redis's cjson (a hash is stored as a hashtable, not a listpack,
  * once one value passes 64 bytes, and costs several times as much): what a handled delivery
  * leaves in the queue's Redis is at most 2 KB in all (docs/capacity.md), and its record is a
- * few hundred bytes of that. Details are stored terse (`1 245`: secret and size) and worded by
+ * few hundred bytes of that. Details are stored terse (`0 245`: the index of the secret that verified it, from 0 as /metrics counts, and the size) and worded by
  * the reader (inspector/delivery-records.ts). A delivery's job is not kept here: the dedupe mark
  * names it, and a replay's `replayed` step names the job it queued.
  *

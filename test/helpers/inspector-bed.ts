@@ -37,6 +37,8 @@ export async function startInspectorBed(password: string): Promise<InspectorBed>
       DOWNLOAD_ATTEMPTS: '2',
       ADMIN_PASSWORD: password,
       ADMIN_READ_ONLY: 'false',
+      // The name inspector-page.test.ts's browser reaches the page by (any other gets 421).
+      ADMIN_HOSTS: 'inspector.internal',
     },
     cdn.ca,
     { FORWARD_URLS: endpoint.url, FORWARD_SECRET: secret },

@@ -160,7 +160,10 @@ it('read-only (the default): the failed job shows, no retry button, and the API 
 
 it('the page asks nothing of another origin, under a policy that forbids it, and lists both queues', async () => {
   // No FORWARD_URLS: the web process that serves the board does not forward, yet shows the queue.
-  const receiver = await createTestReceiver({ ADMIN_PASSWORD: PASSWORD });
+  const receiver = await createTestReceiver({
+    ADMIN_PASSWORD: PASSWORD,
+    ADMIN_HOSTS: INTERNAL_HOST,
+  });
   const server = await serve(receiver.listener, 0, '127.0.0.1');
   const base = `http://${INTERNAL_HOST}:${server.port}`;
   // A forward job under the receiver's QUEUE_PREFIX: the board must show that queue, not another.
@@ -232,7 +235,7 @@ describe('without a browser', () => {
     }
   });
 
-  it('asks for credentials, refuses wrong ones and logs the attempt without the password', async () => {
+  it('asks for credentials, refuses wrong ones and logs the attempt without the password or the user name typed', async () => {
     const lines: string[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
@@ -254,18 +257,24 @@ describe('without a browser', () => {
         .expect(401);
       expect(wrong.headers['www-authenticate']).toMatch(/^Basic realm=/);
       await request(receiver.listener).get(ADMIN_PATH).auth('root', PASSWORD).expect(401);
+      // A password typed into the user-name field: the log says only that it was not `admin`.
+      const typedAsUser = 'Tr0ub4dor&3-typed-as-user';
+      await request(receiver.listener).get(ADMIN_PATH).auth(typedAsUser, 'x').expect(401);
       await request(receiver.listener).get(ADMIN_PATH).set('Authorization', auth).expect(200);
 
       const failures = lines.filter((line) => line.includes('dashboard login failed'));
       // The bare request is the browser's usual first try (logged at debug only).
-      expect(failures).toHaveLength(2);
-      expect(failures.map((line) => JSON.parse(line) as { reason: string; user?: string })).toEqual(
-        [
-          expect.objectContaining({ reason: 'wrong credentials', user: '"admin"' }),
-          expect.objectContaining({ reason: 'wrong credentials', user: '"root"' }),
-        ],
-      );
+      expect(failures).toHaveLength(3);
+      const logged = failures.map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(logged).toEqual([
+        expect.objectContaining({ reason: 'wrong credentials', userIsAdmin: true }),
+        expect.objectContaining({ reason: 'wrong credentials', userIsAdmin: false }),
+        expect.objectContaining({ reason: 'wrong credentials', userIsAdmin: false }),
+      ]);
+      for (const line of logged) expect(line).not.toHaveProperty('user');
       const everything = lines.join('');
+      expect(everything).not.toContain(typedAsUser);
+      expect(everything).not.toContain('root');
       expect(everything).not.toContain(wrongPassword);
       expect(everything).not.toContain(PASSWORD);
     } finally {

@@ -125,7 +125,7 @@ it('a handled delivery, re-sent twice: found by id alone, its whole path in orde
     'handled',
   ]);
   expect(steps(detail).indexOf('forwarded')).toBeGreaterThan(steps(detail).indexOf('stored'));
-  expect(detail.timeline[0]?.detail).toMatch(/secret #1/);
+  expect(detail.timeline[0]?.detail).toMatch(/^signed with WEBHOOK_SECRETS index 0, /);
   expect(detail.forwards).toEqual([{ destination, state: 'sent', attempts: 1, last_error: null }]);
   const times = detail.timeline.map((s) => Date.parse(s.at));
   expect([...times].sort((a, b) => a - b)).toEqual(times);

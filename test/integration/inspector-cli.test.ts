@@ -64,7 +64,7 @@ it('the table: state, timeline and forwards, in words', async () => {
   const { code, stdout, stderr } = await pipeline.cli('inspect', id);
   expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
   expect(stdout).toContain(`key.revoked ${id}: HANDLED`);
-  expect(stdout).toMatch(/\breceived\s+signed with secret #1 of WEBHOOK_SECRETS, \d+ bytes/);
+  expect(stdout).toMatch(/\breceived\s+signed with WEBHOOK_SECRETS index 0, \d+ bytes/);
   expect(stdout).toMatch(/\battempt\s+attempt 1 by worker /);
   expect(stdout).toContain('forwards\n(none)');
 });

@@ -257,6 +257,7 @@ it("a form posted from another origin's page is refused, and nothing changes", a
 it('read-only (the default): no action offered, and a change asked for anyway is 403', async () => {
   const receiver = await createTestReceiver({
     ADMIN_PASSWORD: PASSWORD,
+    ADMIN_HOSTS: HOST,
     QUEUE_PREFIX: pipeline.receiver.config.queuePrefix,
   });
   const own = await serve(receiver.listener, 0, '127.0.0.1');

@@ -8,6 +8,8 @@ import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 // and never the secret or the password it was given.
 
 const PASSWORD = 'hunter2-do-not-print';
+/** Under the 16 characters a dashboard off loopback needs. */
+const SHORT_PASSWORD = 'hunter2-short';
 const running: ServiceProcess[] = [];
 afterEach(() => {
   for (const service of running.splice(0))
@@ -75,4 +77,54 @@ it('a dedupe window shorter than the retry window plus the signature tolerance: 
   expect(line).toMatch(
     /^audio-webhooks: invalid configuration: DEDUPE_TTL_SECONDS .*SIGNATURE_TOLERANCE_SECONDS/,
   );
+});
+
+describe('the dashboard where others can reach it', () => {
+  it('ADMIN_PASSWORD under 16 characters on HOST=0.0.0.0: one line naming ADMIN_PASSWORD, not the password', async () => {
+    const { code, line } = await refusal({ HOST: '0.0.0.0', ADMIN_PASSWORD: SHORT_PASSWORD });
+    expect(code).toBe(1);
+    expect(line).toMatch(
+      /^audio-webhooks: invalid configuration: ADMIN_PASSWORD is shorter than 16/,
+    );
+    expect(line).not.toContain(SHORT_PASSWORD);
+  });
+
+  it('ADMIN_PASSWORD with TRUST_PROXY=true and no INTERNAL_PORT: one line naming INTERNAL_PORT', async () => {
+    const { code, line } = await refusal({ TRUST_PROXY: 'true', ADMIN_PASSWORD: PASSWORD });
+    expect(code).toBe(1);
+    expect(line).toMatch(/^audio-webhooks: invalid configuration: INTERNAL_PORT is required/);
+    expect(line).not.toContain(PASSWORD);
+  });
+});
+
+describe('misspelt variables', () => {
+  it('WEBHOOK_SECRET for WEBHOOK_SECRETS: the refusal names both', async () => {
+    const { code, line } = await refusal({ WEBHOOK_SECRETS: '', WEBHOOK_SECRET: 'whsec_x' });
+    expect(code).toBe(1);
+    expect(line).toBe(
+      'audio-webhooks: invalid configuration: WEBHOOK_SECRETS is required (WEBHOOK_SECRET is set: did you mean WEBHOOK_SECRETS?)',
+    );
+  });
+
+  it('a variable that starts like a setting but is none: one warning line at start naming it', async () => {
+    const service = spawnService({
+      WEBHOOK_SECRETS: 'whsec_' + 'k'.repeat(32),
+      REDIS_URL: process.env.REDIS_URL ?? '',
+      QUEUE_PREFIX: `test-${randomUUID()}`,
+      PORT: String(await freePort()),
+      ROLE: 'web',
+      WEB_CONCURRENCY: '2',
+      REDIS_URLS: 'redis://elsewhere:6379',
+    });
+    running.push(service);
+    await service.receiving(2);
+    const warned = service.logs.filter((line) => line.variable !== undefined);
+    expect(warned).toEqual([
+      expect.objectContaining({
+        level: 40,
+        variable: 'REDIS_URLS',
+        msg: 'REDIS_URLS is not a setting of this service and is ignored: did you mean REDIS_URL?',
+      }),
+    ]);
+  });
 });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import http from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
@@ -352,20 +353,35 @@ describe('hostile input (regressions)', () => {
 });
 
 describe('secret rotation and clock skew, seen in /metrics', () => {
-  it('counts which secret verified and how far the sender clock is off', async () => {
-    const rotating = await createTestReceiver({ WEBHOOK_SECRETS: `whsec_new,${TEST_SECRET}` });
+  it('counts which secret verified and how far the sender clock is off; the timeline numbers secrets as the metric does', async () => {
+    const rotating = await createTestReceiver({
+      WEBHOOK_SECRETS: `whsec_new,${TEST_SECRET}`,
+      ADMIN_PASSWORD: 'rotation test password',
+    });
     try {
-      const send = (secret: string, timestamp: number) => {
-        const { raw, headers } = signed(sampleDelivery('key.revoked'), { secret, timestamp });
+      const send = (secret: string, timestamp: number, id: string = randomUUID()) => {
+        const { raw, headers } = signed(sampleDelivery('key.revoked', { id }), {
+          secret,
+          timestamp,
+        });
         return request(rotating.app).post('/webhooks').set(headers).send(raw).expect(202);
       };
       const now = Math.floor(Date.now() / 1000);
+      await send(TEST_SECRET, now - 40, 'rotation-old');
       await send(TEST_SECRET, now - 40);
-      await send(TEST_SECRET, now - 40);
-      await send('whsec_new', now);
+      await send('whsec_new', now, 'rotation-new');
       const text = (await request(rotating.app).get('/metrics').expect(200)).text;
       expect(text).toContain('webhook_signature_matches_total{secret="0"} 1');
       expect(text).toContain('webhook_signature_matches_total{secret="1"} 2');
+      const received = async (id: string) => {
+        const res = await request(rotating.app)
+          .get(`/admin/api/deliveries/key.revoked/${id}`)
+          .auth('admin', 'rotation test password')
+          .expect(200);
+        return (res.body as { timeline: { detail: string }[] }).timeline[0]?.detail;
+      };
+      expect(await received('rotation-new')).toMatch(/^signed with WEBHOOK_SECRETS index 0,/);
+      expect(await received('rotation-old')).toMatch(/^signed with WEBHOOK_SECRETS index 1,/);
       expect(text).toMatch(/webhook_signature_clock_skew_seconds_bucket\{le="30"\} 1\n/);
       expect(text).toMatch(/webhook_signature_clock_skew_seconds_bucket\{le="60"\} 3\n/);
       expect(text).toMatch(/webhook_signature_clock_skew_seconds_count 3\n/);

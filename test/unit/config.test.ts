@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { ConfigError, loadConfig, SENDER_RETRY_WINDOW_SECONDS } from '../../src/config/config';
 import { cpusInQuota } from '../../src/config/cpu-quota';
+import { connectionsFromLimit, openFileLimit } from '../../src/config/open-file-limit';
 import { PLACEHOLDER_SECRETS } from '../../src/config/receiver-settings';
 
 const root = join(__dirname, '..', '..');
@@ -26,7 +27,7 @@ describe('loadConfig', () => {
       webhookPath: '/webhooks',
       signatureToleranceSeconds: 300,
       maxBodyBytes: 1_048_576,
-      maxConnections: 512,
+      maxConnections: connectionsFromLimit(openFileLimit(), 1_000_000),
       redisUrl: 'redis://127.0.0.1:6379',
       redisSentinels: [],
       redisSentinelName: 'mymaster',
@@ -67,6 +68,7 @@ describe('loadConfig', () => {
       logFormat: 'auto',
       trustProxy: 'loopback',
       adminPassword: undefined,
+      adminHosts: [],
       adminReadOnly: true,
       workerHealthPort: undefined,
       workerStallMs: 300_000,
@@ -86,7 +88,56 @@ describe('loadConfig', () => {
     );
   });
 
-  it('any ADMIN_PASSWORD serves the dashboard (a short one is warned of); the stall limit must outlast a download', () => {
+  it('ADMIN_PASSWORD off loopback: 16 characters at least, else one line naming it and not the password', () => {
+    const open = { WEBHOOK_SECRETS: 'k'.repeat(24), HOST: '0.0.0.0' };
+    for (const password of ['Zq9', 'fifteen-chars!!']) {
+      const refused = problems({ ...open, ADMIN_PASSWORD: password });
+      expect(refused).toEqual([
+        expect.stringMatching(
+          /^ADMIN_PASSWORD is shorter than 16 characters: refused because HOST 0\.0\.0\.0 is not loopback/,
+        ),
+      ]);
+      expect(refused.join('')).not.toContain(password);
+    }
+    expect(loadConfig({ ...open, ADMIN_PASSWORD: 'sixteen-chars!!!' }).adminPassword).toBe(
+      'sixteen-chars!!!',
+    );
+    // A worker serves no dashboard; the CLI listens nowhere.
+    expect(loadConfig({ ...open, ADMIN_PASSWORD: 'a', ROLE: 'worker' }).adminPassword).toBe('a');
+    expect(loadConfig({ ...open, ADMIN_PASSWORD: 'a' }, { forCli: true }).adminPassword).toBe('a');
+  });
+
+  it('ADMIN_PASSWORD behind a proxy (TRUST_PROXY other than loopback) needs INTERNAL_PORT, named in one line', () => {
+    for (const trust of ['true', '1', '10.0.0.0/8']) {
+      expect(problems({ WEBHOOK_SECRETS: 's', ADMIN_PASSWORD: 'p', TRUST_PROXY: trust })).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^INTERNAL_PORT is required with ADMIN_PASSWORD and TRUST_PROXY=${trust.replace(/[./]/g, '\\$&')}:`,
+          ),
+        ),
+      ]);
+      const split = { WEBHOOK_SECRETS: 's', ADMIN_PASSWORD: 'p', TRUST_PROXY: trust };
+      expect(loadConfig({ ...split, INTERNAL_PORT: '9464' }).internalPort).toBe(9464);
+    }
+    // No dashboard, or a PORT that believes no forwarded header: nothing to protect.
+    expect(loadConfig({ WEBHOOK_SECRETS: 's', TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+    expect(
+      loadConfig({ WEBHOOK_SECRETS: 's', ADMIN_PASSWORD: 'p', TRUST_PROXY: 'false' }).trustProxy,
+    ).toBe(false);
+  });
+
+  it('ADMIN_HOSTS: host names, lower-cased, without a port or a scheme', () => {
+    expect(
+      loadConfig({ WEBHOOK_SECRETS: 's', ADMIN_HOSTS: 'Admin.Example.com, board.internal.' })
+        .adminHosts,
+    ).toEqual(['admin.example.com', 'board.internal']);
+    for (const bad of ['admin.example.com:9464', 'https://admin.example.com', 'a b'])
+      expect(problems({ WEBHOOK_SECRETS: 's', ADMIN_HOSTS: `ok.example,${bad}` })).toEqual([
+        expect.stringMatching(/^ADMIN_HOSTS ".*" is not a host name/),
+      ]);
+  });
+
+  it('any ADMIN_PASSWORD serves the dashboard on loopback (a short one is warned of); the stall limit must outlast a download', () => {
     expect(loadConfig({ WEBHOOK_SECRETS: 's', ADMIN_PASSWORD: 'hunter2' }).adminPassword).toBe(
       'hunter2',
     );
@@ -262,7 +313,7 @@ describe('HOST and the signing secrets', () => {
     });
     expect(both).toEqual([
       expect.stringMatching(
-        /^WEBHOOK_SECRETS entry 2 is an example from this repository, entry 3 is shorter than 24 characters after its whsec_ prefix: refused because HOST 0\.0\.0\.0 is not loopback/,
+        /^WEBHOOK_SECRETS index 1 is an example from this repository, index 2 is shorter than 24 characters after its whsec_ prefix: refused because HOST 0\.0\.0\.0 is not loopback/,
       ),
     ]);
     expect(both.join('\n')).not.toMatch(/dev-only|tooShort|kkkk/);
