@@ -6,7 +6,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import type { Redis } from 'ioredis';
-import { cpusInQuota } from '../src/config/cpu-quota.js';
+import { cpusInQuota } from '../src/util/cpu-quota.js';
 import { freePort } from '../harness/private-redis.js';
 import { runLoad, runOpenLoop, type LoadResult } from './ingestion.js';
 import {

@@ -183,7 +183,9 @@ function crossProblems(parsed: Partial<Config>, { forCli = false }: LoadOptions)
       `WORKER_STALL_MS (${config.workerStallMs}) must exceed DOWNLOAD_TIMEOUT_MS (${config.downloadTimeoutMs}): a slow download is not a wedged worker`,
     );
   }
-  if (read('forwardDestinations', 'forwardConfigDestinations', 'forwardSecret'))
+  if (
+    read('forwardDestinations', 'forwardConfigDestinations', 'forwardSecret', 'forwardSigningKeys')
+  )
     problems.push(...destinationProblems(config));
   return problems;
 }
@@ -205,9 +207,9 @@ function dashboardProblems(
     );
   }
   // Behind a proxy PORT believes X-Forwarded-For, so each made-up address would be a new guessing
-  // budget; INTERNAL_PORT trusts no forwarded header. `false` believes none on PORT either.
-  const proxied =
-    read('trustProxy') && config.trustProxy !== 'loopback' && config.trustProxy !== false;
+  // budget; INTERNAL_PORT trusts no forwarded header. Any setting but the default asks for it, so
+  // that the rule an operator reads has no exception to remember.
+  const proxied = read('trustProxy') && config.trustProxy !== 'loopback';
   if (proxied && read('internalPort') && config.internalPort === undefined) {
     problems.push(
       `INTERNAL_PORT is required with ADMIN_PASSWORD and TRUST_PROXY=${String(config.trustProxy)}: the dashboard is then served only there, where no forwarded address is believed, so a made-up X-Forwarded-For cannot reset the guessing limit`,

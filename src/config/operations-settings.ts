@@ -34,7 +34,7 @@ export const OPERATIONS_SETTINGS = {
   ADMIN_PASSWORD: {
     schema: z.string().optional(),
     readBy: ['web'],
-    doc: 'serves the queue dashboard at /admin/queues and the delivery inspector (Basic auth, user `admin`); unset: neither. On a HOST other than loopback it must be 16 characters or more, and with a TRUST_PROXY other than `loopback` or `false` it needs INTERNAL_PORT, else start-up is refused',
+    doc: 'serves the queue dashboard at /admin/queues and the delivery inspector (Basic auth, user `admin`); unset: neither. On a HOST other than loopback it must be 16 characters or more, and with a TRUST_PROXY other than `loopback` it needs INTERNAL_PORT, else start-up is refused',
   },
   ADMIN_HOSTS: {
     schema: hostNames,

@@ -1,4 +1,4 @@
-import { cpusInQuota } from './cpu-quota.js';
+import { cpusInQuota } from '../util/cpu-quota.js';
 import { autoOrInt, int } from './parsers.js';
 import type { ParsedSettings, SettingSpec } from './setting-spec.js';
 

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
-import { connectionsFromLimit, openFileLimit, RESERVED_FILES } from './open-file-limit.js';
+import { connectionsFromLimit, openFileLimit, RESERVED_FILES } from '../util/open-file-limit.js';
 import { autoOrInt, int, secrets } from './parsers.js';
 import type { ParsedSettings, SettingSpec } from './setting-spec.js';
 

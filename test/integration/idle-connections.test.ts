@@ -3,7 +3,7 @@ import { get, type ClientRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { openFileLimit } from '../../src/config/open-file-limit';
+import { openFileLimit } from '../../src/util/open-file-limit';
 import { withDeadline } from '../../src/util/deadline';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { freePort } from '../../harness/private-redis';

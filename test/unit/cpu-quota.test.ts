@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cpusInQuota } from '../../src/config/cpu-quota';
+import { cpusInQuota } from '../../src/util/cpu-quota';
 
 /** A fake /sys/fs/cgroup holding the given files. */
 function cgroup(files: Record<string, string>): string {

@@ -220,7 +220,7 @@ describe('a start refused with one line naming FORWARD_CONFIG, the destination a
         { FORWARD_SECRET: '' },
       ),
     ).toBe(
-      'invalid configuration: FORWARD_CONFIG names an HTTP destination (indexer) but FORWARD_SECRET is not set: HTTP forwards are signed with it',
+      'invalid configuration: FORWARD_CONFIG names an HTTP destination (indexer) but neither FORWARD_SECRET nor FORWARD_SIGNING_KEY is set: HTTP forwards are signed with one or both',
     );
   });
 

@@ -6,7 +6,7 @@ import {
   connectionsFromLimit,
   openFileLimit,
   RESERVED_FILES,
-} from '../../src/config/open-file-limit';
+} from '../../src/util/open-file-limit';
 
 const dir = mkdtempSync(join(tmpdir(), 'aw-limits-'));
 function limitsFile(soft: string, hard: string): string {
