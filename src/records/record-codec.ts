@@ -30,7 +30,7 @@ export const ID_KEPT_BYTES = 64;
  * The longest record, in bytes of JSON. A completed job takes most of a handled delivery's 2 KB
  * (more while it keeps a short body); this is what a record may take of the rest, beside its key.
  */
-export const RECORD_MAX_BYTES = 256;
+export const RECORD_MAX_BYTES = 192;
 
 /** The data the record keeps: the delivery's `data`, parsed, as it was written. */
 export type KeptPayload = { readonly id: string } & Readonly<Record<string, unknown>>;
