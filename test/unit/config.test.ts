@@ -5,18 +5,9 @@ import { ConfigError, loadConfig, SENDER_RETRY_WINDOW_SECONDS } from '../../src/
 import { cpusInQuota } from '../../src/util/cpu-quota';
 import { connectionsFromLimit, openFileLimit } from '../../src/util/open-file-limit';
 import { PLACEHOLDER_SECRETS } from '../../src/config/receiver-settings';
+import { problems } from '../helpers/config-problems';
 
 const root = join(__dirname, '..', '..');
-
-function problems(env: Record<string, string>): readonly string[] {
-  try {
-    loadConfig(env);
-  } catch (error: unknown) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {

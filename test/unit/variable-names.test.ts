@@ -1,21 +1,12 @@
-import { ConfigError, loadConfig, SETTINGS } from '../../src/config/config';
+import { SETTINGS } from '../../src/config/config';
 import {
   knownPrefixes,
   unknownVariables,
   unknownVariableWarning,
 } from '../../src/config/variable-names';
+import { problems } from '../helpers/config-problems';
 
 const known = new Set(Object.keys(SETTINGS));
-
-function problems(env: Record<string, string>): readonly string[] {
-  try {
-    loadConfig(env);
-  } catch (error: unknown) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('a misspelt variable', () => {
   it('WEBHOOK_SECRET for WEBHOOK_SECRETS: the refusal names both', () => {
