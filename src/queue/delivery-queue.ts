@@ -9,9 +9,10 @@ import {
 } from 'bullmq';
 import type { Job } from 'bullmq';
 import type { DeliveryJobData } from './delivery-job-data.js';
+import { DELIVERY_QUEUE, deliveryKeys, type DeliveryKeys } from './delivery-keys.js';
 
 /** One queue for every event: the dispatcher picks the handler by job name (= event name). */
-export const DELIVERY_QUEUE = 'deliveries';
+export { DELIVERY_QUEUE };
 
 /**
  * Attempts a job may have at the most. The worker, not the receiver, decides how many it gets
@@ -45,6 +46,8 @@ interface PendingAdd {
  */
 export class DeliveryQueue extends Queue<DeliveryJobData> {
   #pending: PendingAdd[] = [];
+  /** Where each delivery's mark and records live (delivery-keys.ts). */
+  readonly layout: DeliveryKeys = deliveryKeys(this.opts.prefix ?? 'bull');
 
   /**
    * Adds a job as `add` does (same defaults, same producer span and trace context), after

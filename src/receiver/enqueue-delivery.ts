@@ -8,12 +8,8 @@ import type { WriteGate } from '../redis/write-gate.js';
 import type { Delivery } from '../provider-spec/delivery.js';
 import { deliveryJobData } from '../queue/delivery-job-data.js';
 import { type DeliveryQueue } from '../queue/delivery-queue.js';
-import {
-  defineTimelineCommands,
-  markKeyOf,
-  pairDigest,
-  type DeliveryTimeline,
-} from '../records/delivery-timeline.js';
+import { deduplicationOf, defineMark, markPair } from '../queue/delivery-keys.js';
+import { defineTimelineCommands, type DeliveryTimeline } from '../records/delivery-timeline.js';
 import { classifyEnqueueError, EnqueueUnavailableError } from './enqueue-errors.js';
 
 export interface EnqueueResult {
@@ -100,59 +96,7 @@ function confirmed(
   };
 }
 
-/** Where the receiver remembers that it accepted an `event` + `data.id` pair. */
-export interface DedupeKeys {
-  /** The service's own mark: the accepted job's id, kept DEDUPE_TTL_SECONDS. */
-  readonly mark: string;
-  /** The same pair as BullMQ's deduplication id (a digest: an id may be as long as a body). */
-  readonly digest: string;
-}
-
-/**
- * The sender re-sends the same event for the same item on every retry; that pair is what is
- * accepted once. Length-prefixed, so no event and id pair spells another's, then hashed: the
- * key stays 90 bytes whatever the id. Under the queue prefix (its hash tag, on a Cluster, puts
- * the mark in the queue's slot, which a MULTI needs) but outside the queue's own keys, so no
- * BullMQ call (remove, clean, obliterate) deletes it.
- */
-export function dedupeKeys(prefix: string, event: string, id: string): DedupeKeys {
-  const digest = pairDigest(event, id);
-  return { mark: markKeyOf(prefix, digest), digest };
-}
-
-/**
- * How long BullMQ's own deduplication key lives. The mark is what remembers; BullMQ's key only
- * hands the mark's answer to the add that follows it in the same MULTI, so it need not outlive
- * that transaction by much, and does not double the per-delivery cost for days.
- */
-const HANDOFF_MS = 10_000;
-
-/**
- * Runs before the add in its MULTI. A pair not seen: the mark is set to the new job's id and the
- * add goes ahead. A pair seen: BullMQ's deduplication key is set to the job the mark names, so
- * the add that follows deduplicates to it, whether or not that job (or BullMQ's key, which
- * removing a job deletes) still exists. A BullMQ key written before the mark existed (a receiver
- * of an earlier version) counts as seen, and becomes a mark.
- * KEYS: mark, BullMQ's key, BullMQ's key as earlier versions named it. ARGV: new job id, mark
- * ttl (ms), handoff ttl (ms). Returns 1 when the pair was seen.
- */
-const MARK = `
-local held = redis.call('GET', KEYS[1])
-if not held then
-  held = redis.call('GET', KEYS[3])
-  if not held then
-    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-    return 0
-  end
-  local left = redis.call('PTTL', KEYS[3])
-  redis.call('SET', KEYS[1], held, 'PX', left > 0 and left or ARGV[2])
-end
-redis.call('SET', KEYS[2], held, 'PX', ARGV[3])
-return 1`;
-
-/** The script's name on the queue's connection. */
-const MARK_COMMAND = 'markDelivery';
-/** Connections the script is defined on: before a transaction is made, which copies them. */
+/** Connections the mark's and the timeline's scripts are defined on, before any transaction. */
 const defined = new WeakSet<object>();
 
 /**
@@ -172,31 +116,23 @@ async function enqueueDelivery(
 ): Promise<EnqueueResult> {
   const jobId = randomUUID();
   const { event, data } = delivery;
-  const keys = dedupeKeys(queue.opts.prefix ?? 'bull', event, data.id);
-  const legacy = `${queue.qualifiedName}:de:${event}:${data.id}`;
+  const pair = queue.layout.pairOf(event, data.id);
   const client = await queue.getBackend().client;
   if (!defined.has(client)) {
-    client.defineCommand(MARK_COMMAND, { numberOfKeys: 3, lua: MARK });
+    defineMark(client);
     defineTimelineCommands(client);
     defined.add(client);
   }
   const added = await queue.addAfter(
     event,
     deliveryJobData(body, new Date()),
-    { jobId, deduplication: { id: keys.digest, ttl: HANDOFF_MS } },
+    { jobId, ...deduplicationOf(pair) },
     (transaction) => {
-      transaction.runCommand(MARK_COMMAND, [
-        keys.mark,
-        `${queue.qualifiedName}:de:${keys.digest}`,
-        legacy,
-        jobId,
-        dedupeTtlSeconds * 1000,
-        HANDOFF_MS,
-      ]);
+      markPair(transaction, pair, jobId, dedupeTtlSeconds);
       // After the mark, which it reads: a new delivery's record starts, a re-send is counted.
       received?.timeline.received(
         transaction,
-        keys,
+        pair,
         jobId,
         { event, id: data.id },
         received.detail,

@@ -132,7 +132,7 @@ export function createReceiver(
     redis,
   });
   registerHoldGauge([metrics.registry], () => gate.holding);
-  const timeline = deliveryTimeline(redis, config.queuePrefix, timelineTtlMs(config));
+  const timeline = deliveryTimeline(redis, queue.layout.placeOf, timelineTtlMs(config));
   const webhook = webhookRoute({
     config,
     logger,
