@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { IRedisTransaction, Job, JobsOptions } from 'bullmq';
+import calculateSlot from 'cluster-key-slot';
 import type { DeliveryJobData } from './delivery-job-data.js';
 
 /**
@@ -17,8 +18,10 @@ export function pairDigest(event: string, id: string): string {
   return createHash('sha256').update(`${event.length}:${event}:${id}`).digest('base64url');
 }
 
-/** Where a pair's keys live: the prefix they sit under, and the pair's digest. */
+/** Where a pair's keys live: its shard, the prefix they sit under, and the pair's digest. */
 export interface DeliveryPlace {
+  /** Its shard's index, 0 to QUEUE_SHARDS - 1. */
+  readonly shard: number;
   /** The prefix of the pair's queue: its hash tag puts all of them in one slot on a Cluster. */
   readonly prefix: string;
   readonly digest: string;
@@ -38,9 +41,9 @@ export interface DeliveryPair extends DeliveryPlace {
   readonly legacy: string;
 }
 
-/** The keys of the deliveries queue under QUEUE_PREFIX. */
+/** The keys of the deliveries queue under QUEUE_PREFIX, over QUEUE_SHARDS shards. */
 export interface DeliveryKeys {
-  /** Every prefix a delivery's keys may sit under. */
+  /** Each shard's prefix, by index: a delivery's keys sit under its shard's. */
   readonly prefixes: readonly string[];
   /** The pair's keys. */
   readonly pairOf: (event: string, id: string) => DeliveryPair;
@@ -51,20 +54,52 @@ export interface DeliveryKeys {
 /** The deliveries queue's name, under each prefix. */
 export const DELIVERY_QUEUE = 'deliveries';
 
-export function deliveryKeys(prefix: string): DeliveryKeys {
-  const queue = `${prefix}:${DELIVERY_QUEUE}`;
-  const placeOf = (event: string, id: string): DeliveryPlace => ({
-    prefix,
-    digest: pairDigest(event, id),
+/** Redis Cluster's slots. */
+const SLOTS = 16_384;
+
+/**
+ * Each shard's prefix. One shard keeps QUEUE_PREFIX as it is. Shard n of N gets a hash tag of
+ * its own whose slot lies in the n-th of N equal ranges of the slots, so a Cluster whose slots
+ * are split evenly holds the shards evenly, and slot migration moves them when primaries are
+ * added: QUEUE_PREFIX's tag (or the prefix itself, when it has none) then `.n.i`, with the first
+ * i (from 0) that lands in range. Every process computes the same tags from the same settings.
+ */
+export function shardPrefixes(prefix: string, shards: number): string[] {
+  if (shards === 1) return [prefix];
+  const tagged = /\{([^{}]+)\}/.exec(prefix);
+  const base = tagged?.[1] ?? prefix;
+  return Array.from({ length: shards }, (_, n) => {
+    const low = Math.floor((n * SLOTS) / shards);
+    const high = Math.floor(((n + 1) * SLOTS) / shards);
+    for (let i = 0; ; i++) {
+      const tag = `${base}.${n}.${i}`;
+      const slot = calculateSlot(tag);
+      if (slot >= low && slot < high)
+        return tagged === null ? `${prefix}{${tag}}` : prefix.replace(tagged[0], `{${tag}}`);
+    }
   });
+}
+
+/** A pair's shard: from its digest alone, so a re-send lands where its first copy did. */
+const shardOf = (digest: string, shards: number) =>
+  Buffer.from(digest, 'base64url').readUInt32BE(0) % shards;
+
+export function deliveryKeys(prefix: string, shards = 1): DeliveryKeys {
+  const prefixes = shardPrefixes(prefix, shards);
+  const placeOf = (event: string, id: string): DeliveryPlace => {
+    const digest = pairDigest(event, id);
+    const shard = shardOf(digest, shards);
+    return { shard, prefix: prefixes[shard] ?? prefix, digest };
+  };
   return {
-    prefixes: [prefix],
+    prefixes,
     placeOf,
     pairOf: (event, id) => {
       const place = placeOf(event, id);
+      const queue = `${place.prefix}:${DELIVERY_QUEUE}`;
       return {
         ...place,
-        mark: `${prefix}:seen:${place.digest}`,
+        mark: `${place.prefix}:seen:${place.digest}`,
         handoff: `${queue}:de:${place.digest}`,
         legacy: `${queue}:de:${event}:${id}`,
       };

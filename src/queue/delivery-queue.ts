@@ -46,8 +46,8 @@ interface PendingAdd {
  */
 export class DeliveryQueue extends Queue<DeliveryJobData> {
   #pending: PendingAdd[] = [];
-  /** Where each delivery's mark and records live (delivery-keys.ts). */
-  readonly layout: DeliveryKeys = deliveryKeys(this.opts.prefix ?? 'bull');
+  /** Where each delivery's mark and records live, over every shard (delivery-keys.ts). */
+  layout: DeliveryKeys = deliveryKeys(this.opts.prefix ?? 'bull');
 
   /**
    * Adds a job as `add` does (same defaults, same producer span and trace context), after
@@ -107,15 +107,39 @@ export class DeliveryQueue extends Queue<DeliveryJobData> {
 
 export interface DeliveryQueueOptions {
   readonly connection: ConnectionOptions;
+  /** QUEUE_PREFIX: each shard's queue is under a prefix of its own made from it. */
   readonly prefix: string;
+  /** QUEUE_SHARDS. @defaultValue 1 */
+  readonly shards?: number;
   /** bullmq-otel, when tracing is on: the add's span, and the context carried into the job. */
   readonly telemetry?: Telemetry | undefined;
+  /** Told each queue's errors (BullMQ repeats its connection's). */
+  readonly onError?: (error: unknown) => void;
 }
 
+/** The first shard's queue (the only one, with one shard). */
 export function createDeliveryQueue(options: DeliveryQueueOptions): DeliveryQueue {
+  return createDeliveryQueues({ ...options, shards: 1 })[0];
+}
+
+/** One queue per shard, by index, sharing one layout. */
+export function createDeliveryQueues(
+  options: DeliveryQueueOptions,
+): [DeliveryQueue, ...DeliveryQueue[]] {
+  const layout = deliveryKeys(options.prefix, options.shards ?? 1);
+  const [first = options.prefix, ...others] = layout.prefixes;
+  return [first, ...others].map((prefix) => {
+    const queue = shardQueue(options, prefix);
+    queue.layout = layout;
+    if (options.onError !== undefined) queue.on('error', options.onError);
+    return queue;
+  }) as [DeliveryQueue, ...DeliveryQueue[]];
+}
+
+function shardQueue(options: DeliveryQueueOptions, prefix: string): DeliveryQueue {
   return new DeliveryQueue(DELIVERY_QUEUE, {
     connection: options.connection,
-    prefix: options.prefix,
+    prefix,
     ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
     defaultJobOptions: {
       attempts: JOB_ATTEMPTS_CEILING,

@@ -46,7 +46,8 @@ export type StoreDelivery = (
 const storedBytes = (bodyBytes: number) => Math.ceil(bodyBytes * 1.25) + 2048 + 512;
 
 export function createDeliveryStore(
-  queue: DeliveryQueue,
+  /** Each shard's queue, by index (createDeliveryQueues). */
+  queues: readonly [DeliveryQueue, ...DeliveryQueue[]],
   redis: RedisConnection,
   config: Pick<Config, 'dedupeTtlSeconds' | 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
   /** Holds deliveries back while Redis may evict, is in the workers' reserve, or refuses. */
@@ -66,7 +67,7 @@ export function createDeliveryStore(
       timeline === undefined
         ? undefined
         : { timeline, detail: `${(secret ?? 0) + 1} ${Buffer.byteLength(body)}` };
-    const added = enqueueDelivery(queue, delivery, body, config.dedupeTtlSeconds, received);
+    const added = enqueueDelivery(queues, delivery, body, config.dedupeTtlSeconds, received);
     // Without replicas to wait for, the add is the whole store: no step added per delivery.
     const stored = confirm === undefined ? added : added.then(confirmed(confirm, config));
     try {
@@ -108,7 +109,7 @@ const defined = new WeakSet<object>();
  * the outcome: BullMQ answers the earlier job's id when it deduplicated.
  */
 async function enqueueDelivery(
-  queue: DeliveryQueue,
+  queues: readonly [DeliveryQueue, ...DeliveryQueue[]],
   delivery: Delivery,
   body: string,
   dedupeTtlSeconds: number,
@@ -116,7 +117,10 @@ async function enqueueDelivery(
 ): Promise<EnqueueResult> {
   const jobId = randomUUID();
   const { event, data } = delivery;
-  const pair = queue.layout.pairOf(event, data.id);
+  const [first] = queues;
+  const pair = first.layout.pairOf(event, data.id);
+  // The mark, the job and the record share the shard's slot: one MULTI holds them.
+  const queue = queues[pair.shard] ?? first;
   const client = await queue.getBackend().client;
   if (!defined.has(client)) {
     defineMark(client);

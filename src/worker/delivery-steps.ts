@@ -24,7 +24,7 @@ export interface RunningSteps extends DeliverySteps {
  */
 export type StepsSettings = ForwardingConfig &
   Pick<StorageSettings, 'archiveRetentionHours'> &
-  Pick<RedisSettings, 'queuePrefix' | 'dedupeTtlSeconds'>;
+  Pick<RedisSettings, 'queuePrefix' | 'queueShards' | 'dedupeTtlSeconds'>;
 
 /**
  * The steps a worker process runs for each delivery (run-delivery.ts): the archive when
@@ -48,7 +48,7 @@ export function createDeliverySteps(
   const archiver = startArchiving(config, context.store, logger, shared.registries);
   const timeline = deliveryTimeline(
     redis,
-    deliveryKeys(config.queuePrefix).placeOf,
+    deliveryKeys(config.queuePrefix, config.queueShards).placeOf,
     timelineTtlMs(config),
   );
   const forwarding = startForwarding(config, logger, redis, { ...shared, timeline });

@@ -34,6 +34,7 @@ describe('loadConfig', () => {
       redisWaitReplicas: 0,
       redisWaitTimeoutMs: 500,
       queuePrefix: 'audio-webhooks',
+      queueShards: 1,
       dedupeTtlSeconds: 259_200,
       redisMemoryReservePercent: 10,
       role: 'all',
