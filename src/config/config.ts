@@ -108,9 +108,6 @@ function crossProblems(config: Config, { forCli = false }: LoadOptions): string[
       `QUEUE_PREFIX must hold a {hash tag} such as {${config.queuePrefix}} with REDIS_CLUSTER_NODES: BullMQ keeps a queue's keys in one slot`,
     );
   }
-  if (cluster && config.redisWaitReplicas > 0) {
-    problems.push('REDIS_WAIT_REPLICAS is not supported with REDIS_CLUSTER_NODES (yet): use 0');
-  }
   if (config.internalPort !== undefined && config.internalPort === config.port) {
     problems.push(
       `INTERNAL_PORT (${config.internalPort}) must differ from PORT: it keeps /metrics and the dashboard off the public port`,

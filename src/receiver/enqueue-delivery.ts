@@ -3,7 +3,6 @@ import type { Config } from '../config/config.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { webStoreDeadlineMs } from '../redis/connections.js';
 import { withDeadline } from '../util/deadline.js';
-import { createReplicaWait } from '../redis/replica-wait.js';
 import type { WriteGate } from '../redis/write-gate.js';
 import type { Delivery } from '../provider-spec/delivery.js';
 import { deliveryJobData } from '../queue/delivery-job-data.js';
@@ -16,6 +15,8 @@ export interface EnqueueResult {
   readonly jobId: string;
   /** True when the same `event` + `data.id` was accepted within the dedupe window. */
   readonly duplicate: boolean;
+  /** Replicas that acknowledged its write in time, when REDIS_WAIT_REPLICAS asks for any. */
+  readonly acknowledged?: number;
 }
 
 /**
@@ -56,10 +57,6 @@ export function createDeliveryStore(
   timeline?: DeliveryTimeline,
 ): StoreDelivery {
   const deadlineMs = webStoreDeadlineMs(config);
-  const confirm =
-    config.redisWaitReplicas > 0
-      ? createReplicaWait(redis, config.redisWaitReplicas, config.redisWaitTimeoutMs)
-      : undefined;
   return async (delivery, body, secret) => {
     if (redis.status !== 'ready') throw new EnqueueUnavailableError('Redis is not connected');
     if (gate?.holding !== undefined) throw new EnqueueUnavailableError(gate.detail);
@@ -69,7 +66,7 @@ export function createDeliveryStore(
         : { timeline, detail: `${(secret ?? 0) + 1} ${Buffer.byteLength(body)}` };
     const added = enqueueDelivery(queues, delivery, body, config.dedupeTtlSeconds, received);
     // Without replicas to wait for, the add is the whole store: no step added per delivery.
-    const stored = confirm === undefined ? added : added.then(confirmed(confirm, config));
+    const stored = config.redisWaitReplicas > 0 ? added.then(confirmed(config)) : added;
     try {
       const result = await withDeadline(stored, deadlineMs, 'Redis');
       if (!result.duplicate) gate?.wrote(storedBytes(body.length));
@@ -81,13 +78,15 @@ export function createDeliveryStore(
   };
 }
 
-/** Passes the result on once enough replicas acknowledged it (Redis WAIT, group-committed). */
-function confirmed(
-  confirm: () => Promise<number>,
-  { redisWaitReplicas }: Pick<Config, 'redisWaitReplicas'>,
-): (result: EnqueueResult) => Promise<EnqueueResult> {
-  return async (result) => {
-    const acknowledged = await confirm();
+/**
+ * Passes the result on once enough replicas acknowledged it: the queue sends WAIT after the
+ * MULTI that stored it, over the same connection (queue/delivery-queue.ts).
+ */
+function confirmed({
+  redisWaitReplicas,
+}: Pick<Config, 'redisWaitReplicas'>): (result: EnqueueResult) => EnqueueResult {
+  return (result) => {
+    const acknowledged = result.acknowledged ?? 0;
     if (acknowledged < redisWaitReplicas) {
       throw new EnqueueUnavailableError(
         `${acknowledged} of ${redisWaitReplicas} replicas acknowledged in time; the delivery may be stored, so a retry may be a duplicate`,
@@ -143,5 +142,10 @@ async function enqueueDelivery(
       );
     },
   );
-  return { jobId: added.id, duplicate: added.id !== jobId };
+  const { acknowledged } = added;
+  return {
+    jobId: added.id,
+    duplicate: added.id !== jobId,
+    ...(acknowledged === undefined ? {} : { acknowledged }),
+  };
 }

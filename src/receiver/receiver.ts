@@ -84,14 +84,13 @@ export interface ReceiverOptions {
    */
   readonly openStore?: (() => Promise<AudioStore>) | undefined;
 }
-
-/** Which doors an app serves: one port for everything, or the public and internal ones apart. */
+/** The doors an app serves: one port for all, or the public and internal apart. */
 type Surface = 'all' | 'public' | 'internal';
 
 /**
- * The HTTP half, wired as ROLE=web runs it (main.ts, the tests, the benchmark): the Redis
- * connection, the queue's shards, the metrics and the HTTP stack. It does not wait for Redis:
- * deliveries get 503 and /readyz says not ready until the connection is up (on its own).
+ * The HTTP half as ROLE=web runs it: the Redis connection, the queue's shards, the metrics,
+ * the HTTP stack. It does not wait for Redis: deliveries get 503 and /readyz says not ready
+ * until the connection is up (on its own).
  *
  * `listener` sends a POST to exactly WEBHOOK_PATH straight to the webhook handler, after the
  * security headers and log line Express's middleware gives every other request (whose routing
@@ -120,6 +119,7 @@ export function createReceiver(
     connection: redis,
     prefix: config.queuePrefix,
     shards: config.queueShards,
+    wait: config,
     telemetry,
     onError: (error) => {
       logger.debug({ err: error }, 'queue error');

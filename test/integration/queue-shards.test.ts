@@ -146,3 +146,29 @@ it('a process started with another QUEUE_SHARDS than the queue was started with 
   await expect(refused).rejects.toThrow(ShardCountError);
   await expect(refused).rejects.toThrow(/^QUEUE_SHARDS is 3 but .*QUEUE_SHARDS=6\b[^\n]*$/);
 });
+
+it('REDIS_WAIT_REPLICAS on a Cluster: a 2xx after a replica of the shard’s primary acknowledged; 503 when none can', async () => {
+  const prefix = `{aw-${randomUUID().slice(0, 8)}}`;
+  const env = {
+    REDIS_CLUSTER_NODES: cluster.seeds,
+    QUEUE_PREFIX: prefix,
+    QUEUE_SHARDS: '6',
+    REDIS_WAIT_REPLICAS: '1',
+  };
+  const receiver = createReceiver(testConfig(env), createLogger('silent'));
+  receivers.push(receiver);
+  await eventually(() => Promise.resolve(receiver.redis.status === 'ready' ? true : undefined));
+  const ids = Array.from({ length: 60 }, (_, i) => `wait-${i}`);
+  const answers = await Promise.all(
+    ids.map((id) => post(receiver, { event: 'audio.failed', data: { id } })),
+  );
+  expect(answers.map((res) => res.status)).toEqual(ids.map(() => 202));
+  const strict = createReceiver(
+    testConfig({ ...env, REDIS_WAIT_REPLICAS: '2', REDIS_WAIT_TIMEOUT_MS: '100' }),
+    createLogger('silent'),
+  );
+  receivers.push(strict);
+  await eventually(() => Promise.resolve(strict.redis.status === 'ready' ? true : undefined));
+  // Each primary has one replica: two acknowledgements never come.
+  await post(strict, { event: 'audio.failed', data: { id: 'wait-strict' } }).expect(503);
+});

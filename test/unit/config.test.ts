@@ -153,9 +153,10 @@ describe('loadConfig', () => {
     expect(problems({ ...cluster, QUEUE_PREFIX: '{aw}', REDIS_SENTINELS: 'x:1' })).toEqual([
       'REDIS_SENTINELS and REDIS_CLUSTER_NODES exclude each other: set one',
     ]);
-    expect(problems({ ...cluster, QUEUE_PREFIX: '{aw}', REDIS_WAIT_REPLICAS: '1' })).toEqual([
-      expect.stringMatching(/^REDIS_WAIT_REPLICAS is not supported with REDIS_CLUSTER_NODES/),
-    ]);
+    // WAIT goes to the primary that holds a delivery's slot (redis/replica-wait.ts).
+    expect(
+      loadConfig({ ...cluster, QUEUE_PREFIX: '{aw}', REDIS_WAIT_REPLICAS: '1' }).redisWaitReplicas,
+    ).toBe(1);
   });
 
   it('returns a frozen object', () => {
