@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
 import { createDeliveryQueue } from '../src/queue/delivery-queue.js';
+import { deliveryKeys } from '../src/queue/delivery-keys.js';
 import {
   defineTimelineCommands,
   deliveryTimeline,
-  pairDigest,
   timelineKeys,
   type StoredRecord,
 } from '../src/records/delivery-timeline.js';
@@ -39,20 +39,21 @@ const SAMPLES = 500;
 const PIPELINE = 5_000;
 const WEEK_MS = 7 * 24 * 3600 * 1000;
 const PREFIX = 'bench-inspector';
+const KEYS = deliveryKeys(PREFIX);
 
 /** The two model records, written by the service's scripts. */
 async function models(redis: Redis, now: number): Promise<[StoredRecord, StoredRecord]> {
-  const timeline = deliveryTimeline(redis, PREFIX, WEEK_MS);
+  const timeline = deliveryTimeline(redis, KEYS.placeOf, WEEK_MS);
   defineTimelineCommands(redis);
   const write = async (id: string, failed: boolean) => {
     const subject = { event: 'audio.ready', id, receivedAt: now };
-    const keys = timelineKeys(PREFIX, 'audio.ready', id);
+    const keys = timelineKeys(KEYS.placeOf('audio.ready', id));
     const multi = redis.multi();
     const mark = `${PREFIX}:seen:model-${id}`;
     multi.set(mark, 'job-1');
     timeline.received(
       multi,
-      { mark, digest: pairDigest('audio.ready', id) },
+      { ...KEYS.placeOf('audio.ready', id), mark },
       'job-1',
       subject,
       '1 512',
@@ -112,7 +113,7 @@ async function load(redis: Redis, now: number): Promise<number> {
       const received = now - WEEK_MS + Math.floor((n / DELIVERIES) * WEEK_MS);
       const model = isFailed ? failed : handled;
       const record = [model[0], id, received, ...model.slice(3)];
-      const keys = timelineKeys(PREFIX, 'audio.ready', id);
+      const keys = timelineKeys(KEYS.placeOf('audio.ready', id));
       // The scripts' output, byte for byte: cjson writes what JSON.stringify does for these.
       const text = JSON.stringify(record).replaceAll(JSON.stringify(model[1]).slice(1, -1), id);
       batch.set(keys.record, text, 'PX', received + WEEK_MS - now + 60_000);
@@ -152,14 +153,14 @@ export async function runInspector(): Promise<InspectorResult> {
     process.stderr.write(`inspector: loading ${DELIVERIES} deliveries' timelines\n`);
     const loadSeconds = await load(redis, now);
     const bytesPerDelivery = Math.round(((await usedMemory(redis)) - before) / DELIVERIES);
-    const sample = timelineKeys(PREFIX, 'audio.ready', idOf(1)).record;
+    const sample = timelineKeys(KEYS.placeOf('audio.ready', idOf(1))).record;
     const recordBytes = Number(await redis.call('MEMORY', 'USAGE', sample, 'SAMPLES', '0'));
     const config = loadConfig({ WEBHOOK_SECRETS: 'whsec_bench', QUEUE_PREFIX: PREFIX });
     const inspector = createInspector({
       redis,
       prefix: PREFIX,
       queue,
-      timeline: deliveryTimeline(redis, PREFIX, WEEK_MS),
+      timeline: deliveryTimeline(redis, KEYS.placeOf, WEEK_MS),
       dedupeTtlSeconds: config.dedupeTtlSeconds,
       events: ['audio.ready', 'audio.failed', 'key.revoked'],
       archive: () => Promise.resolve(undefined),

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createDeliveryQueue } from '../src/queue/delivery-queue.js';
-import { dedupeKeys } from '../src/receiver/enqueue-delivery.js';
+import { deliveryKeys } from '../src/queue/delivery-keys.js';
 import { createForwardQueue, forwardJobId } from '../src/forwarding/forward-queue.js';
 import { signPayload } from '../src/provider-spec/signature.js';
 import { eventually } from '../src/util/eventually.js';
@@ -84,7 +84,7 @@ export async function runRedisFootprint(redisUrl: string): Promise<FootprintRow[
         body,
       });
       if (answer.status !== 202) throw new Error(`footprint: answered ${answer.status}`);
-      const jobId = String(await redis.get(dedupeKeys(prefix, 'audio.failed', id).mark));
+      const jobId = String(await redis.get(deliveryKeys(prefix).pairOf('audio.failed', id).mark));
       const waiting = await hash(`${prefix}:deliveries:${jobId}`);
       await deliveries.resume();
       const forward = await eventually(async () => {

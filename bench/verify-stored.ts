@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { DELIVERY_QUEUE } from '../src/queue/delivery-queue.js';
-import { dedupeKeys } from '../src/receiver/enqueue-delivery.js';
+import { deliveryKeys } from '../src/queue/delivery-keys.js';
 
 /**
  * Counts accepted deliveries that are NOT in Redis: for each id, the dedupe mark must point at a
@@ -15,7 +15,7 @@ export async function countLost(
   for (let i = 0; i < ids.length; i += 1000) {
     const batch = ids.slice(i, i + 1000);
     const jobIds = await redis.mget(
-      ...batch.map((id) => dedupeKeys(prefix, 'audio.ready', id).mark),
+      ...batch.map((id) => deliveryKeys(prefix).pairOf('audio.ready', id).mark),
     );
     const exists = redis.pipeline();
     for (const jobId of jobIds) exists.exists(`${prefix}:${DELIVERY_QUEUE}:${jobId ?? 'missing'}`);

@@ -21,6 +21,7 @@ import { CaFileError } from './download/download-agent.js';
 import type { Logger } from 'pino';
 import { readyWithin } from './redis/connections.js';
 import { checkEvictionPolicy, EvictionPolicyError } from './redis/redis-memory.js';
+import { checkShardCount, ShardCountError } from './queue/shard-count.js';
 import { DeadlineError } from './util/deadline.js';
 import { EventDefinitionError } from './hooks/custom-events.js';
 
@@ -36,6 +37,7 @@ async function main(): Promise<void> {
   // Once per start: a cluster's receiver processes read the same environment.
   if (cluster.isPrimary) warnUnknownVariables(logger);
   await checkEvictionPolicy(config, POLICY_CHECK_MS);
+  await checkShardCount(config, POLICY_CHECK_MS);
   // Loaded before a cluster forks too: a custom event that cannot be served stops the start here.
   const custom = loadCustom();
   if (config.role === 'web' && config.webConcurrency > 1 && cluster.isPrimary) {
@@ -190,6 +192,7 @@ const SETTING_ERRORS = [
   EventDefinitionError,
   DeadlineError,
   EvictionPolicyError,
+  ShardCountError,
 ];
 
 main().catch((error: unknown) => {

@@ -70,8 +70,8 @@ export class ReplayStalledError extends Error {
 
 /** The dedupe id of a replay of the delivery first handled by `jobId`. */
 function replayDedupeId(jobId: string): string {
-  // The provider's are `<event>:<data.id>` (receiver/enqueue-delivery.ts): an event name is never
-  // empty, so this can never be one of them.
+  // The provider's are the pair's digest (queue/delivery-keys.ts), base64url, which holds no
+  // colon, so this can never be one of them.
   return `:replay:${jobId}`;
 }
 

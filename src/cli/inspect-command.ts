@@ -32,7 +32,7 @@ export async function runInspect(
     redis,
     prefix: config.queuePrefix,
     queue,
-    timeline: deliveryTimeline(redis, config.queuePrefix, timelineTtlMs(config)),
+    timeline: deliveryTimeline(redis, queue.layout.placeOf, timelineTtlMs(config)),
     dedupeTtlSeconds: config.dedupeTtlSeconds,
     events: [...EVENT_NAMES, ...loadCustom().events.keys()],
     // Opened only when a payload is looked for; a store that cannot be read leaves it out.

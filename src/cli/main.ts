@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
 import type { RedisConnection } from '../redis/connections.js';
 import { ConfigError, loadConfig, type Config } from '../config/config.js';
-import { createDeliveryQueue } from '../queue/delivery-queue.js';
+import { createDeliveryQueues } from '../queue/delivery-queue.js';
+import { queueUnion } from '../jobs/queue-union.js';
 import { RedisUnreachableError } from '../redis/connections.js';
 import { MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
 import { safeOutput, type Output } from './print.js';
@@ -230,7 +231,9 @@ async function runRedisCommand(
 ): Promise<number> {
   const prefix = config.queuePrefix;
   if (command === 'revoked-keys') return await listRevokedKeys(redis, prefix, json, output);
-  const queue = createDeliveryQueue({ connection: redis, prefix });
+  // Every shard's queue, read as one.
+  const shards = createDeliveryQueues({ connection: redis, prefix, shards: config.queueShards });
+  const queue = queueUnion(shards);
   const forwards = createForwardQueue(redis, prefix);
   try {
     if (command === 'failures') return await listFailures(redis, prefix, forwards, json, output);
@@ -238,6 +241,6 @@ async function runRedisCommand(
       ? await listFailed(queue, json, output)
       : await retryFailed([queue, forwards], jobId, output);
   } finally {
-    await Promise.all([queue.close(), forwards.close()]);
+    await Promise.all([...shards.map((shard) => shard.close()), forwards.close()]);
   }
 }

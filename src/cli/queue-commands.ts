@@ -1,6 +1,6 @@
+import type { QueueReads } from '../jobs/queue-union.js';
 import type { Job } from 'bullmq';
 import { jobItemId, type DeliveryJobData } from '../queue/delivery-job-data.js';
-import { type DeliveryQueue } from '../queue/delivery-queue.js';
 import { OperationalError } from './cli-errors.js';
 import { retryAfresh, type ForwardQueue } from '../forwarding/forward-queue.js';
 import { printRows, type Output, type Row } from './print.js';
@@ -23,7 +23,7 @@ function failedRow(job: Job<DeliveryJobData>) {
 
 /** `failed`: jobs kept after their last attempt, newest first, one per item. */
 export async function listFailed(
-  queue: DeliveryQueue,
+  queue: QueueReads<DeliveryJobData>,
   json: boolean,
   output: Output,
 ): Promise<number> {
@@ -39,7 +39,7 @@ export async function listFailed(
  * twice. Both hold the same delivery; the latest is the one to show and to run again.
  */
 async function failedByItem(
-  queue: DeliveryQueue,
+  queue: QueueReads<DeliveryJobData>,
 ): Promise<{ latest: Job<DeliveryJobData>[]; superseded: Job<DeliveryJobData>[] }> {
   const jobs = (await queue.getFailed(0, -1)).sort(
     (a, b) => (b.finishedOn ?? 0) - (a.finishedOn ?? 0),
@@ -156,7 +156,7 @@ export async function listFailures(
  * new failure), a delivery's (its handling runs again) or a forward's (its message sent again).
  */
 export async function retryFailed(
-  queues: readonly [DeliveryQueue, ForwardQueue],
+  queues: readonly [QueueReads<DeliveryJobData>, ForwardQueue],
   jobId: string | undefined,
   output: Output,
 ): Promise<number> {

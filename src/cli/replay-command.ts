@@ -242,7 +242,7 @@ export async function runReplay(
       const done = await replayDeliveries(queue, tracked, {
         ...limits,
         resumeCommand: (from) => resumeCommand(args, query, from),
-        timeline: deliveryTimeline(redis, config.queuePrefix, timelineTtlMs(config)),
+        timeline: deliveryTimeline(redis, queue.layout.placeOf, timelineTtlMs(config)),
         onProgress(step) {
           const waiting =
             step.waitingOnBacklog === undefined

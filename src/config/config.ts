@@ -156,9 +156,6 @@ function crossProblems(parsed: Partial<Config>, { forCli = false }: LoadOptions)
       `QUEUE_PREFIX must hold a {hash tag} such as {${config.queuePrefix}} with REDIS_CLUSTER_NODES: BullMQ keeps a queue's keys in one slot`,
     );
   }
-  if (cluster && read('redisWaitReplicas') && config.redisWaitReplicas > 0) {
-    problems.push('REDIS_WAIT_REPLICAS is not supported with REDIS_CLUSTER_NODES (yet): use 0');
-  }
   if (
     read('internalPort', 'port') &&
     config.internalPort !== undefined &&

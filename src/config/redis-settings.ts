@@ -62,6 +62,12 @@ export const REDIS_SETTINGS = {
     readBy: ['web', 'worker', 'cli'],
     doc: 'key prefix of the queue and records; a hash tag such as `{aw}` for Redis Cluster',
   },
+  QUEUE_SHARDS: {
+    schema: int(1, 1024),
+    default: '1',
+    readBy: ['web', 'worker', 'cli'],
+    doc: 'how many queues the deliveries are spread over, each in a hash slot of its own (shard n of N in the n-th of N equal slot ranges), for a Redis Cluster; a delivery\'s shard follows from its event and `data.id`; recorded in Redis at first start, and a process started with another count is refused (docs/operations.md, "Changing QUEUE_SHARDS")',
+  },
   DEDUPE_TTL_SECONDS: {
     // Its lower bound depends on SIGNATURE_TOLERANCE_SECONDS too: config.ts checks the pair.
     schema: int(1),

@@ -1,6 +1,11 @@
 import type { Job } from 'bullmq';
 import type { RedisConnection } from '../redis/connections.js';
-import { indexKeys, recordKeyOf, timelineKeys } from '../records/delivery-timeline.js';
+import {
+  indexKeys,
+  recordKeyOf,
+  timelineKeys,
+  type TimelinePlace,
+} from '../records/delivery-timeline.js';
 import type { DeliveryJobData } from '../queue/delivery-job-data.js';
 import { parseRecord, type DeliveryState, type ReadRecord } from './read-record.js';
 
@@ -31,11 +36,9 @@ export function stateOfJob(state: string): DeliveryState | undefined {
 /** The record of one `event` + `data.id` pair, or undefined when none is kept. */
 export async function readRecord(
   redis: RedisConnection,
-  prefix: string,
-  event: string,
-  id: string,
+  place: TimelinePlace,
 ): Promise<ReadRecord | undefined> {
-  const keys = timelineKeys(prefix, event, id);
+  const keys = timelineKeys(place);
   return parseRecord(await redis.get(keys.record), keys.member);
 }
 

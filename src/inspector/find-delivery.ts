@@ -2,7 +2,8 @@ import type { Job } from 'bullmq';
 import { KEEP } from '../jobs/start-job-worker.js';
 import type { DeliveryJobData } from '../queue/delivery-job-data.js';
 import type { DeliveryQueue } from '../queue/delivery-queue.js';
-import { markKeyOf, pairDigest, timelineKeys } from '../records/delivery-timeline.js';
+import { pairDigest } from '../queue/delivery-keys.js';
+import { memberOf } from '../records/delivery-timeline.js';
 import type { RedisConnection } from '../redis/connections.js';
 import {
   readRecord,
@@ -43,12 +44,9 @@ export async function findDelivery(
   event: string,
   id: string,
 ): Promise<FoundDelivery | undefined> {
-  const { redis, prefix, queue } = sources;
-  const markKey = markKeyOf(prefix, pairDigest(event, id));
-  const [record, mark] = await Promise.all([
-    readRecord(redis, prefix, event, id),
-    redis.get(markKey),
-  ]);
+  const { redis, queue } = sources;
+  const pair = queue.layout.pairOf(event, id);
+  const [record, mark] = await Promise.all([readRecord(redis, pair), redis.get(pair.mark)]);
   // A replay's step names the job it queued; else the pair's dedupe mark names its first.
   const jobId = record?.jobId ?? mark ?? undefined;
   const kept = jobId === undefined ? undefined : await queue.getJob(jobId);
@@ -61,7 +59,7 @@ export async function findDelivery(
   if (job !== undefined && state !== undefined)
     return { record: fromJob(event, id, job, state), jobId, job };
   if (mark === null) return undefined;
-  const left = await redis.pttl(markKey);
+  const left = await redis.pttl(pair.mark);
   const age = left > 0 ? Math.max(0, sources.dedupeTtlSeconds * 1000 - left) : 0;
   return { record: fromMark(event, id, mark, Date.now() - age), jobId, job: undefined };
 }
@@ -103,7 +101,7 @@ function bare(
     stored: null,
     traceId: null,
     score: receivedMs,
-    member: timelineKeys('', event, id).member,
+    member: memberOf(pairDigest(event, id)),
   };
 }
 

@@ -1,6 +1,7 @@
 import { Queue, type Job } from 'bullmq';
 import type { RedisConnection } from '../redis/connections.js';
 import { withDeadline } from '../util/deadline.js';
+import { queueUnion } from './queue-union.js';
 import { boundedJobCounts, JOB_COUNTS_DEADLINE_MS, type JobCounts } from './job-counts.js';
 
 /** The age in seconds of a queue's oldest job ready to run; 0 when none. */
@@ -69,6 +70,18 @@ export function boundedOldestPending<Data>(
   };
 }
 
+/** The bounded counts and oldest waiting age of queues read as one (a queue's shards). */
+export function boundedQueueReads(
+  queues: readonly Pick<Queue, 'getJobCounts' | 'getJobs' | 'getFailed' | 'getJob'>[],
+  redis: RedisConnection,
+): { readonly jobCounts: JobCounts; readonly oldestWaiting: OldestWaiting } {
+  const all = queueUnion(queues);
+  return {
+    jobCounts: boundedJobCounts(all, redis),
+    oldestWaiting: boundedOldestWaiting(all, redis),
+  };
+}
+
 /** What a process that works a queue reads of it for liveness and /metrics, bounded. */
 export interface QueueReaders {
   readonly counts: JobCounts;
@@ -77,22 +90,26 @@ export interface QueueReaders {
 }
 
 /**
- * The bounded reads of the queue `name`, on a Queue of their own that shares `redis` (a
- * worker process's liveness and /metrics ask these).
+ * The bounded reads of the queue `name`, on Queues of their own that share `redis` (a worker
+ * process's liveness and /metrics ask these): one per prefix, read as one (a queue's shards).
  */
 export function queueReaders(
   name: string,
   redis: RedisConnection,
-  prefix: string,
+  prefixes: string | readonly string[],
   reportError: (error: unknown, msg: string) => void,
 ): QueueReaders {
-  const queue = new Queue(name, { connection: redis, prefix });
-  queue.on('error', (error: unknown) => {
-    reportError(error, `${name} queue error`);
-  });
+  const queues = [prefixes].flat().map((prefix) => new Queue(name, { connection: redis, prefix }));
+  for (const queue of queues)
+    queue.on('error', (error: unknown) => {
+      reportError(error, `${name} queue error`);
+    });
+  const { jobCounts, oldestWaiting } = boundedQueueReads(queues, redis);
   return {
-    counts: boundedJobCounts(queue, redis),
-    oldestWaiting: boundedOldestWaiting(queue, redis),
-    close: () => queue.close(),
+    counts: jobCounts,
+    oldestWaiting,
+    close: async () => {
+      await Promise.all(queues.map((queue) => queue.close()));
+    },
   };
 }

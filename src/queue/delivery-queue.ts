@@ -9,9 +9,11 @@ import {
 } from 'bullmq';
 import type { Job } from 'bullmq';
 import type { DeliveryJobData } from './delivery-job-data.js';
+import { execThenWait, openMulti } from '../redis/replica-wait.js';
+import { DELIVERY_QUEUE, deliveryKeys, type DeliveryKeys } from './delivery-keys.js';
 
 /** One queue for every event: the dispatcher picks the handler by job name (= event name). */
-export const DELIVERY_QUEUE = 'deliveries';
+export { DELIVERY_QUEUE };
 
 /**
  * Attempts a job may have at the most. The worker, not the receiver, decides how many it gets
@@ -23,13 +25,21 @@ export const JOB_ATTEMPTS_CEILING = 100;
 /** Commands to run in the add's transaction, before the add; each gets its reply back. */
 export type BeforeAdd = (transaction: IRedisTransaction) => void;
 
-type AddedJob = { readonly id: string; readonly replies: readonly unknown[] };
+type AddedJob = {
+  readonly id: string;
+  readonly replies: readonly unknown[];
+  /** Replicas that acknowledged the add's write in time, when the queue waits for them. */
+  readonly acknowledged?: number;
+};
+
+/** What a flush answers each add: its commands' replies, and the replicas' acknowledgements. */
+type Flushed = { readonly values: unknown[]; readonly acknowledged?: number };
 
 /** An add waiting for the turn's transaction. */
 interface PendingAdd {
   readonly job: Job<DeliveryJobData>;
   readonly before: BeforeAdd;
-  resolve(replies: unknown[]): void;
+  resolve(flushed: Flushed): void;
   reject(error: unknown): void;
 }
 
@@ -45,6 +55,14 @@ interface PendingAdd {
  */
 export class DeliveryQueue extends Queue<DeliveryJobData> {
   #pending: PendingAdd[] = [];
+  /**
+   * REDIS_WAIT_REPLICAS: each flush's MULTI is followed, in the same pipeline, by WAIT, so WAIT
+   * goes over the connection that wrote the deliveries, to the primary that holds their slot
+   * (on a Cluster, the shard's). Undefined: no WAIT.
+   */
+  replicaWait: { readonly replicas: number; readonly timeoutMs: number } | undefined;
+  /** Where each delivery's mark and records live, over every shard (delivery-keys.ts). */
+  layout: DeliveryKeys = deliveryKeys(this.opts.prefix ?? 'bull');
 
   /**
    * Adds a job as `add` does (same defaults, same producer span and trace context), after
@@ -67,7 +85,7 @@ export class DeliveryQueue extends Queue<DeliveryJobData> {
         const telemetry = context === undefined ? {} : { telemetry: { metadata: context } };
         const merged = { ...this.jobsOpts, ...opts, ...telemetry };
         const job = new this.Job(this, name, data, merged, opts.jobId);
-        const values = await new Promise<unknown[]>((resolve, reject) => {
+        const { values, acknowledged } = await new Promise<Flushed>((resolve, reject) => {
           this.#pending.push({ job, before, resolve, reject });
           if (this.#pending.length === 1) setImmediate(() => void this.#flush());
         });
@@ -76,7 +94,11 @@ export class DeliveryQueue extends Queue<DeliveryJobData> {
           [TelemetryAttributes.JobName]: name,
           [TelemetryAttributes.JobId]: id,
         });
-        return { id, replies: values.slice(0, -1) };
+        return {
+          id,
+          replies: values.slice(0, -1),
+          ...(acknowledged === undefined ? {} : { acknowledged }),
+        };
       },
     );
   }
@@ -87,14 +109,25 @@ export class DeliveryQueue extends Queue<DeliveryJobData> {
     this.#pending = [];
     try {
       const client = await this.getBackend().client;
-      const { transaction, parts } = build(client, batch);
+      const wait = this.replicaWait;
+      const { transaction, parts } = build(
+        wait === undefined ? client : { multi: () => openMulti(client) },
+        batch,
+      );
       if (parts.length === 0) return;
-      const replies = (await transaction.exec()) ?? [];
+      const { replies, acknowledged } =
+        wait === undefined
+          ? { replies: (await transaction.exec()) ?? [], acknowledged: undefined }
+          : await execThenWait(transaction, wait.replicas, wait.timeoutMs);
       for (const { add, from, to } of parts) {
         const own = replies.slice(from, to);
         const failed = own.find(([error]) => error !== null)?.[0];
         if (failed) add.reject(failed);
-        else add.resolve(own.map(([, value]): unknown => value));
+        else
+          add.resolve({
+            values: own.map(([, value]): unknown => value),
+            ...(acknowledged === undefined ? {} : { acknowledged }),
+          });
       }
     } catch (error: unknown) {
       for (const add of batch) add.reject(error);
@@ -104,15 +137,44 @@ export class DeliveryQueue extends Queue<DeliveryJobData> {
 
 export interface DeliveryQueueOptions {
   readonly connection: ConnectionOptions;
+  /** QUEUE_PREFIX: each shard's queue is under a prefix of its own made from it. */
   readonly prefix: string;
+  /** QUEUE_SHARDS. @defaultValue 1 */
+  readonly shards?: number;
   /** bullmq-otel, when tracing is on: the add's span, and the context carried into the job. */
   readonly telemetry?: Telemetry | undefined;
+  /** REDIS_WAIT_REPLICAS (0: the adds wait for none) and REDIS_WAIT_TIMEOUT_MS. */
+  readonly wait?: { readonly redisWaitReplicas: number; readonly redisWaitTimeoutMs: number };
+  /** Told each queue's errors (BullMQ repeats its connection's). */
+  readonly onError?: (error: unknown) => void;
 }
 
+/** The first shard's queue (the only one, with one shard). */
 export function createDeliveryQueue(options: DeliveryQueueOptions): DeliveryQueue {
+  return createDeliveryQueues({ ...options, shards: 1 })[0];
+}
+
+/** One queue per shard, by index, sharing one layout. */
+export function createDeliveryQueues(
+  options: DeliveryQueueOptions,
+): [DeliveryQueue, ...DeliveryQueue[]] {
+  const layout = deliveryKeys(options.prefix, options.shards ?? 1);
+  const [first = options.prefix, ...others] = layout.prefixes;
+  return [first, ...others].map((prefix) => {
+    const queue = shardQueue(options, prefix);
+    queue.layout = layout;
+    const { redisWaitReplicas: replicas = 0, redisWaitTimeoutMs: timeoutMs = 0 } =
+      options.wait ?? {};
+    queue.replicaWait = replicas > 0 ? { replicas, timeoutMs } : undefined;
+    if (options.onError !== undefined) queue.on('error', options.onError);
+    return queue;
+  }) as [DeliveryQueue, ...DeliveryQueue[]];
+}
+
+function shardQueue(options: DeliveryQueueOptions, prefix: string): DeliveryQueue {
   return new DeliveryQueue(DELIVERY_QUEUE, {
     connection: options.connection,
-    prefix: options.prefix,
+    prefix,
     ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
     defaultJobOptions: {
       attempts: JOB_ATTEMPTS_CEILING,

@@ -8,9 +8,8 @@ import type { RedisSettings } from '../config/redis-settings.js';
 import type { StorageSettings } from '../config/storage-settings.js';
 import { MethodNotAllowedError } from '../http-server/http-errors.js';
 import { errorHandler, notFound } from '../http-server/error-handler.js';
-import { createDeliveryQueue, type DeliveryQueue } from '../queue/delivery-queue.js';
+import { createDeliveryQueues, type DeliveryQueue } from '../queue/delivery-queue.js';
 import { createDeliveryStore } from './enqueue-delivery.js';
-import { boundedJobCounts } from '../jobs/job-counts.js';
 import {
   createWebRedis,
   redisTarget,
@@ -23,7 +22,7 @@ import { deliveryTimeline, timelineTtlMs } from '../records/delivery-timeline.js
 import { WriteGate } from '../redis/write-gate.js';
 import { createMetrics, type Metrics } from '../telemetry/metrics.js';
 import { registerHoldGauge } from '../telemetry/redis-gauges.js';
-import { boundedOldestWaiting } from '../jobs/queue-readers.js';
+import { boundedQueueReads } from '../jobs/queue-readers.js';
 import { NO_CUSTOM_EVENTS, type CustomEvents } from '../hooks/custom-events.js';
 import type { DashboardOptions } from './admin-dashboard.js';
 import { inspectorStores } from '../inspector/open-stores.js';
@@ -42,7 +41,7 @@ import { webhookRoute, type PlainHandler, type WebhookRouteDeps } from './webhoo
  */
 export type WebSettings = RedisConfig &
   Pick<RedisSettings, 'redisWaitReplicas' | 'redisWaitTimeoutMs' | 'redisMemoryReservePercent'> &
-  Pick<RedisSettings, 'queuePrefix' | 'dedupeTtlSeconds'> &
+  Pick<RedisSettings, 'queuePrefix' | 'queueShards' | 'dedupeTtlSeconds'> &
   WebhookRouteDeps['config'] &
   Pick<ReceiverSettings, 'internalPort'> &
   Pick<OperationsSettings, 'trustProxy' | 'adminPassword' | 'adminReadOnly' | 'adminHosts'> &
@@ -83,21 +82,17 @@ export interface ReceiverOptions {
    */
   readonly openStore?: (() => Promise<AudioStore>) | undefined;
 }
-
-/** Which doors an app serves: one port for everything, or the public and internal ones apart. */
+/** The doors an app serves: one port for all, or the public and internal apart. */
 type Surface = 'all' | 'public' | 'internal';
 
 /**
- * The HTTP half, wired as ROLE=web runs it (main.ts, the tests, the benchmark): the Redis
- * connection, the queue, the metrics and the HTTP stack. It does not wait for Redis: deliveries
- * get 503 and /readyz says not ready until the connection is up, and it comes up on its own
- * when Redis returns.
+ * The HTTP half as ROLE=web runs it: the Redis connection, the queue's shards, the metrics,
+ * the HTTP stack. It does not wait for Redis: deliveries get 503 and /readyz says not ready
+ * until the connection is up (on its own).
  *
- * `listener` sends a POST to exactly WEBHOOK_PATH (the provider's every delivery) straight to
- * the webhook handler, after the same security headers and log line Express's common middleware
- * gives every other request; everything else, including the path's other spellings Express also
- * routes there (a trailing slash, other letter case), goes through `app`: Express's routing
- * costs each delivery CPU (docs/performance-history.md) and the answers are the same bytes.
+ * `listener` sends a POST to exactly WEBHOOK_PATH straight to the webhook handler, after the
+ * security headers and log line Express's middleware gives every other request (whose routing
+ * costs CPU per delivery: docs/performance-history.md); all else goes through `app`.
  */
 export function createReceiver(
   config: WebSettings,
@@ -118,24 +113,30 @@ export function createReceiver(
     probeKey: `${config.queuePrefix}:write-probe`,
     reservePercent: config.redisMemoryReservePercent,
   }).start();
-  const queue = createDeliveryQueue({ connection: redis, prefix: config.queuePrefix, telemetry });
-  queue.on('error', (error: unknown) => {
-    logger.debug({ err: error }, 'queue error');
+  const queues = createDeliveryQueues({
+    connection: redis,
+    prefix: config.queuePrefix,
+    shards: config.queueShards,
+    wait: config,
+    telemetry,
+    onError: (error) => {
+      logger.debug({ err: error }, 'queue error');
+    },
   });
+  const [queue] = queues;
   // Read only when /metrics is scraped: a delivery's path does none of it.
   const metrics = createMetrics({
-    jobCounts: boundedJobCounts(queue, redis),
-    oldestWaiting: boundedOldestWaiting(queue, redis),
+    ...boundedQueueReads(queues, redis),
     redis,
   });
   registerHoldGauge([metrics.registry], () => gate.holding);
-  const timeline = deliveryTimeline(redis, config.queuePrefix, timelineTtlMs(config));
+  const timeline = deliveryTimeline(redis, queue.layout.placeOf, timelineTtlMs(config));
   const webhook = webhookRoute({
     config,
     logger,
     metrics,
     customEvents,
-    store: createDeliveryStore(queue, redis, config, gate, timeline),
+    store: createDeliveryStore(queues, redis, config, gate, timeline),
   });
   const { registry } = metrics;
   const metricsText = inCluster ? clusterMetricsText(registry) : () => registry.metrics();
@@ -166,7 +167,7 @@ export function createReceiver(
     metrics,
     async close() {
       gate.stop();
-      await queue.close();
+      await Promise.all(queues.map((shard) => shard.close()));
       // quit() needs a live connection; during an outage there is nothing left to flush.
       await redis.quit().catch(() => {
         redis.disconnect();

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { RedisConnection } from '../redis/connections.js';
 import { LISTED_DUPLICATES, MAX_STEPS, RECEIVED, STEP } from './timeline-scripts.js';
 
@@ -75,14 +74,6 @@ export type StoredRecord = readonly [
   steps: readonly (number | string)[] | Record<string, never>,
 ];
 
-/**
- * The pair's digest: the same as the dedupe mark's (receiver/enqueue-delivery.ts). Length-
- * prefixed, so no event and id pair spells another's; base64url of SHA-256.
- */
-export function pairDigest(event: string, id: string): string {
-  return createHash('sha256').update(`${event.length}:${event}:${id}`).digest('base64url');
-}
-
 export interface TimelineKeys {
   readonly record: string;
   readonly all: string;
@@ -91,23 +82,28 @@ export interface TimelineKeys {
   readonly member: string;
 }
 
+/**
+ * Where a pair's record lives, as the queue hands it over (queue/delivery-keys.ts): the prefix
+ * of the pair's queue, whose slot the record shares, and the pair's digest.
+ */
+export interface TimelinePlace {
+  readonly prefix: string;
+  readonly digest: string;
+}
+
 const MEMBER_CHARS = 12;
 
+/** The member that stands for a pair in the indexes. */
+export const memberOf = (digest: string) => digest.slice(0, MEMBER_CHARS);
 export const recordKeyOf = (prefix: string, member: string) => `${prefix}:i:${member}`;
-/** The dedupe mark of a pair (receiver/enqueue-delivery.ts): it names the pair's first job. */
-export const markKeyOf = (prefix: string, digest: string) => `${prefix}:seen:${digest}`;
 export const indexKeys = (prefix: string) => ({
   all: `${prefix}:inspect:all`,
   failed: `${prefix}:inspect:failed`,
 });
 
-export function timelineKeys(prefix: string, event: string, id: string): TimelineKeys {
-  return timelineKeysOf(prefix, pairDigest(event, id));
-}
-
-/** The same keys from the pair's digest, where it is at hand (the receiver's dedupe mark's). */
-export function timelineKeysOf(prefix: string, digest: string): TimelineKeys {
-  const member = digest.slice(0, MEMBER_CHARS);
+/** A pair's record, and the indexes it is listed in. */
+export function timelineKeys({ prefix, digest }: TimelinePlace): TimelineKeys {
+  const member = memberOf(digest);
   return { record: recordKeyOf(prefix, member), ...indexKeys(prefix), member };
 }
 
@@ -159,8 +155,8 @@ export interface Step {
   readonly jobData?: {
     readonly key: string;
     readonly data: string;
-    /** Its deduplication id is spent (a provider's delivery's, not a replay's): dropped. */
-    readonly spentDedupeId: boolean;
+    /** A field of the job to delete in the same call, '' none (queue/delivery-keys.ts). */
+    readonly dropField: string;
   };
   /** Steps that happened before this one, appended first, oldest first, in the same call. */
   readonly earlier?: readonly EarlierStep[];
@@ -176,8 +172,8 @@ export interface DeliveryTimeline {
   received(
     /** A MULTI, made from a connection the scripts were defined on (defineTimelineCommands). */
     transaction: object,
-    /** The pair's dedupe mark and digest (markKeyOf, pairDigest), computed once per delivery. */
-    pair: { readonly mark: string; readonly digest: string },
+    /** The pair's place and dedupe mark (queue/delivery-keys.ts), computed once per delivery. */
+    pair: TimelinePlace & { readonly mark: string },
     jobId: string,
     subject: Omit<StepSubject, 'receivedAt'>,
     detail: string,
@@ -219,20 +215,20 @@ function commandOf(
 }
 
 /**
- * A delivery's timeline in Redis under `prefix` (QUEUE_PREFIX: its hash tag keeps every key of
- * it in the queue's slot). `ttlMs`: ARCHIVE_RETENTION_HOURS, or DEDUPE_TTL_SECONDS when the
- * archive is off (timelineTtlMs).
+ * A delivery's timeline in Redis, each pair's where `placeOf` puts it (the queue's keys: a
+ * record shares its queue's slot). `ttlMs`: ARCHIVE_RETENTION_HOURS, or DEDUPE_TTL_SECONDS when
+ * the archive is off (timelineTtlMs).
  */
 export function deliveryTimeline(
   redis: RedisConnection,
-  prefix: string,
+  placeOf: (event: string, id: string) => TimelinePlace,
   ttlMs: number,
 ): DeliveryTimeline {
   return {
     ttlMs,
     async record(subject, step) {
       define(redis);
-      const keys = timelineKeys(prefix, subject.event, subject.id);
+      const keys = timelineKeys(placeOf(subject.event, subject.id));
       const destination = step.destination;
       await commandOf(redis, STEP_COMMAND)(
         keys.record,
@@ -253,12 +249,12 @@ export function deliveryTimeline(
         destination?.name ?? '',
         destination === undefined ? '' : `${destination.code}${destination.attempts}`,
         step.jobData?.data ?? '',
-        step.jobData?.spentDedupeId === true ? '1' : '',
+        step.jobData?.dropField ?? '',
         ...(step.earlier ?? []).flatMap((e) => [e.at, e.code, storedDetail(e.code, e.detail)]),
       );
     },
     received(transaction, pair, jobId, subject, detail) {
-      const keys = timelineKeysOf(prefix, pair.digest);
+      const keys = timelineKeys(pair);
       void commandOf(transaction, RECEIVED_COMMAND)(
         pair.mark,
         keys.record,

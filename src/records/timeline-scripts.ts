@@ -71,7 +71,7 @@ return 2`;
  * ARGV: now, step code ('' none), detail, failed index ('+' add, '-' remove, '' leave), ttl,
  * member, then what a missing record is started with (event, id, received), state ('' leave),
  * attempts ('' leave, else the number), destination ('' none) and its "<code><attempts>", the
- * job's new data ('' leave), '1' to drop the job's spent deduplication id, then any steps noted
+ * job's new data ('' leave), a field of the job's to delete with it ('' none), then any steps noted
  * earlier and written with this one: at (ms), code, detail, … oldest first, appended before it.
  */
 export const STEP = `${APPEND}
@@ -100,9 +100,6 @@ if ARGV[4] == '+' then redis.call('ZADD', KEYS[3], rec[3], ARGV[6])
 elseif ARGV[4] == '-' then redis.call('ZREM', KEYS[3], ARGV[6]) end
 if ARGV[14] ~= '' and KEYS[4] ~= '' and redis.call('EXISTS', KEYS[4]) == 1 then
   redis.call('HSET', KEYS[4], 'data', ARGV[14])
-  -- A provider's delivery's deduplication id: its key outlives the add by 10 s only
-  -- (enqueue-delivery.ts), and a completed job kept a day need not carry it. A replay's is kept:
-  -- BullMQ frees the replay's key by it when the job ends (archive/replay.ts).
-  if ARGV[15] == '1' then redis.call('HDEL', KEYS[4], 'deid') end
+  if ARGV[15] ~= '' then redis.call('HDEL', KEYS[4], ARGV[15]) end
 end
 return 1`;

@@ -1,19 +1,49 @@
-import type { Redis } from 'ioredis';
-import { groupCommit } from '../util/group-commit.js';
-import type { RedisConnection } from './connections.js';
+import type { IRedisTransaction } from 'bullmq';
+
+/** A plain ioredis pipeline in which MULTI is open: EXEC, then more commands, can follow it. */
+interface OpenMulti {
+  multi(): unknown;
+  wait(replicas: number, timeoutMs: number): unknown;
+  exec(): Promise<unknown[] | null>;
+}
 
 /**
- * Redis WAIT, shared. WAIT answers how many replicas acknowledged every write this connection
- * sent before it; so one WAIT serves every delivery stored before it was sent, and concurrent
- * requests share round trips (group commit) instead of queuing one blocking WAIT each behind
- * another. Resolves with the number of replicas that acknowledged within `timeoutMs`.
+ * A MULTI that is a pipeline of its own rather than ioredis's transaction, so that a command
+ * can follow its EXEC in the same write (execThenWait). ioredis sends a pipeline, whole, over
+ * one connection: on a Cluster, that of the primary holding its keys' slot.
  */
-export function createReplicaWait(
-  connection: RedisConnection,
+export function openMulti(client: { pipeline(): IRedisTransaction }): IRedisTransaction {
+  const pipeline = client.pipeline();
+  (pipeline as unknown as OpenMulti).multi();
+  return pipeline;
+}
+
+type Reply = [Error | null, unknown];
+
+/**
+ * Redis WAIT, right after the MULTI's EXEC in the same pipeline: WAIT answers how many replicas
+ * acknowledged every write its connection sent before it, so it covers every delivery in the
+ * MULTI and is sent to the very server, over the very connection, that applied them (a WAIT
+ * sent elsewhere, as a separate call, would count another connection's writes, or another
+ * primary's on a Cluster). Resolves with the MULTI's replies, as a transaction's exec gives
+ * them, and how many replicas acknowledged within `timeoutMs`.
+ */
+export async function execThenWait(
+  transaction: IRedisTransaction,
   replicas: number,
   timeoutMs: number,
-): () => Promise<number> {
-  // WAIT is refused with a Cluster at start-up (config/config.ts); here it is one server's.
-  const redis = connection as Redis;
-  return groupCommit(() => redis.wait(replicas, timeoutMs));
+): Promise<{ replies: Reply[]; acknowledged: number }> {
+  const pipeline = transaction as unknown as OpenMulti;
+  // With MULTI open, ioredis's exec queues EXEC instead of sending.
+  void pipeline.exec();
+  pipeline.wait(replicas, timeoutMs);
+  const results = ((await pipeline.exec()) ?? []) as Reply[];
+  const [execError, inner] = results.at(-2) ?? [new Error('no EXEC reply'), undefined];
+  const [waitError, acknowledged] = results.at(-1) ?? [null, 0];
+  if (execError !== null) throw execError;
+  if (waitError !== null) throw waitError;
+  const replies = (Array.isArray(inner) ? inner : []).map((value: unknown): Reply =>
+    value instanceof Error ? [value, null] : [null, value],
+  );
+  return { replies, acknowledged: Number(acknowledged) };
 }

@@ -10,6 +10,7 @@ import type { WorkerContext } from './worker-context.js';
 import { startArchiving } from '../archive/archive-deliveries.js';
 import type { DeliverySteps } from './run-delivery.js';
 import { deliveryTimeline, timelineTtlMs } from '../records/delivery-timeline.js';
+import { deliveryKeys } from '../queue/delivery-keys.js';
 import { recordSteps } from './record-steps.js';
 
 /** The steps, and how to stop what they started (the archive's sweeps, forwarding's worker). */
@@ -23,7 +24,7 @@ export interface RunningSteps extends DeliverySteps {
  */
 export type StepsSettings = ForwardingConfig &
   Pick<StorageSettings, 'archiveRetentionHours'> &
-  Pick<RedisSettings, 'queuePrefix' | 'dedupeTtlSeconds'>;
+  Pick<RedisSettings, 'queuePrefix' | 'queueShards' | 'dedupeTtlSeconds'>;
 
 /**
  * The steps a worker process runs for each delivery (run-delivery.ts): the archive when
@@ -45,7 +46,11 @@ export function createDeliverySteps(
   },
 ): RunningSteps {
   const archiver = startArchiving(config, context.store, logger, shared.registries);
-  const timeline = deliveryTimeline(redis, config.queuePrefix, timelineTtlMs(config));
+  const timeline = deliveryTimeline(
+    redis,
+    deliveryKeys(config.queuePrefix, config.queueShards).placeOf,
+    timelineTtlMs(config),
+  );
   const forwarding = startForwarding(config, logger, redis, { ...shared, timeline });
   return {
     recorder: recordSteps(timeline, logger, { forwards: forwarding !== undefined }),

@@ -3,6 +3,7 @@ import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Delivery } from '../provider-spec/delivery.js';
 import { jobItemId, type DeliveryJobData } from '../queue/delivery-job-data.js';
+import { handledJobWrite } from '../queue/delivery-keys.js';
 import { handledData, payloadTooBigToKeep } from '../queue/job-retention.js';
 import type {
   DeliveryTimeline,
@@ -136,15 +137,7 @@ export function recordSteps(
             code: 'H',
             state: 'h',
             failedIndex: '-',
-            ...(job.data.body === undefined
-              ? {}
-              : {
-                  jobData: {
-                    key: `${job.queueQualifiedName}:${job.id}`,
-                    data: JSON.stringify(record),
-                    spentDedupeId: job.data.replay === undefined,
-                  },
-                }),
+            ...(job.data.body === undefined ? {} : { jobData: handledJobWrite(job, record) }),
           }),
         );
         if (job.data.body !== undefined) job.data = record;

@@ -7,6 +7,7 @@ import type { ProcessSettings } from '../config/process-settings.js';
 import type { RedisSettings } from '../config/redis-settings.js';
 import type { StorageSettings } from '../config/storage-settings.js';
 import { queueReaders } from '../jobs/queue-readers.js';
+import { shardPrefixes } from '../queue/delivery-keys.js';
 import { FORWARD_QUEUE } from '../forwarding/forward-queue.js';
 import { startJobWorker } from '../jobs/start-job-worker.js';
 import { createWorkerRedis, redisTarget, type RedisConfig } from '../redis/connections.js';
@@ -50,7 +51,10 @@ export interface WorkerOptions extends Omit<ContextOptions, 'metrics'> {
 }
 
 export interface RunningWorkers {
+  /** The first shard's BullMQ worker (the only one, with one shard). */
   readonly worker: DeliveryWorker;
+  /** One per shard, by index. */
+  readonly workers: readonly DeliveryWorker[];
   /** Is the worker doing its job (not just alive)? WORKER_HEALTH_PORT's /healthz asks this. */
   readonly liveness: Liveness;
   /** What WORKER_HEALTH_PORT's /metrics shows: the worker's metrics, queue, Redis, process. */
@@ -90,7 +94,8 @@ export async function startWorkers(
     else logger.error({ err: error }, msg);
   };
   // For reads only (liveness, /metrics): shares the worker's connection.
-  const deliveries = queueReaders('deliveries', redis, config.queuePrefix, reportError);
+  const shards = shardPrefixes(config.queuePrefix, config.queueShards);
+  const deliveries = queueReaders('deliveries', redis, shards, reportError);
   const { counts } = deliveries;
   const forwards = queueReaders(FORWARD_QUEUE, redis, config.queuePrefix, reportError);
   const registry = createRegistry({
@@ -128,21 +133,23 @@ export async function startWorkers(
       const ready = await counts('waiting', 'prioritized');
       return (ready.waiting ?? 0) + (ready.prioritized ?? 0);
     },
-    isPaused: () => worker.isPaused(),
+    isPaused: () => workers.every((each) => each.isPaused()),
   });
   const steps = createDeliverySteps(config, logger, redis, context, {
     registries,
     reportError,
     gate,
   });
-  const worker: DeliveryWorker = startJobWorker(
-    (job) => liveness.track(() => runDelivery(job, steps)),
-    {
+  // Every worker serves every shard: one BullMQ worker per shard's queue, the process's
+  // WORKER_CONCURRENCY shared among them.
+  const perShard = Math.max(1, Math.ceil(config.workerConcurrency / shards.length));
+  const workers: DeliveryWorker[] = shards.map((prefix) =>
+    startJobWorker((job) => liveness.track(() => runDelivery(job, steps)), {
       queue: 'deliveries',
       connection: redis,
-      prefix: config.queuePrefix,
+      prefix,
       telemetry: options.telemetry,
-      concurrency: config.workerConcurrency,
+      concurrency: perShard,
       lockMs: config.workerLockMs,
       policy: { attempts: config.downloadAttempts, backoffMs: config.downloadBackoffMs },
       logger,
@@ -157,20 +164,27 @@ export async function startWorkers(
       onRun: (job, outcome, seconds) => {
         metrics.jobSeconds.observe({ event: job.name, outcome }, seconds);
       },
-    },
+    }),
   );
-
-  worker.on('failed', (job, error) => {
-    // BullMQ sets finishedOn when the job moved to failed for good (a retry resets it to null).
-    if (job !== undefined) steps.recorder?.failed(job, error.message, Boolean(job.finishedOn));
-  });
-  const stopDraining = drainInReserve(worker, gate, async () => {
+  const forwardsWaiting = async () => {
     const waiting = await forwards.counts('waiting', 'prioritized', 'active', 'delayed');
     return Object.values(waiting).reduce((sum, n) => sum + n, 0);
+  };
+  const stops = workers.map((worker) => {
+    worker.on('failed', (job, error) => {
+      // BullMQ sets finishedOn when the job moved to failed for good (a retry resets it to null).
+      if (job !== undefined) steps.recorder?.failed(job, error.message, Boolean(job.finishedOn));
+    });
+    return drainInReserve(worker, gate, forwardsWaiting);
   });
+  const stopDraining = () => {
+    for (const stop of stops) stop();
+  };
+  const [worker] = workers as [DeliveryWorker];
 
   return {
     worker,
+    workers,
     liveness,
     registry,
     async close() {
@@ -179,7 +193,7 @@ export async function startWorkers(
       gate.stop();
       stopDraining();
       const redisDown = redis.status !== 'ready';
-      await worker.close(redisDown);
+      await Promise.all(workers.map((each) => each.close(redisDown)));
       await steps.close();
       await deliveries.close();
       await forwards.close();

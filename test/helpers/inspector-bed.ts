@@ -1,5 +1,6 @@
 import { serve, type RunningServer } from '../../src/http-server/serve';
-import { markKeyOf, pairDigest, timelineKeys } from '../../src/records/delivery-timeline';
+import { deliveryKeys } from '../../src/queue/delivery-keys';
+import { timelineKeys } from '../../src/records/delivery-timeline';
 import {
   forwardSecret,
   startHttpEndpoint,
@@ -75,7 +76,7 @@ export async function forgetTimeline(
   id: string,
 ): Promise<void> {
   const { redis, config } = pipeline.receiver;
-  const keys = timelineKeys(config.queuePrefix, event, id);
+  const keys = timelineKeys(deliveryKeys(config.queuePrefix).placeOf(event, id));
   await redis.del(keys.record);
   await redis.zrem(keys.all, keys.member);
   await redis.zrem(keys.failed, keys.member);
@@ -88,7 +89,7 @@ export async function removeMarkedJob(
   id: string,
 ): Promise<void> {
   const { redis, config, queue } = pipeline.receiver;
-  const jobId = await redis.get(markKeyOf(config.queuePrefix, pairDigest(event, id)));
+  const jobId = await redis.get(deliveryKeys(config.queuePrefix).pairOf(event, id).mark);
   if (jobId === null) throw new Error(`no dedupe mark for ${event} ${id}`);
   await (await queue.getJob(jobId))?.remove();
 }

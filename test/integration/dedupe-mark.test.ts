@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import request from 'supertest';
 import { SENDER_RETRY_WINDOW_SECONDS } from '../../src/config/config';
-import { dedupeKeys } from '../../src/receiver/enqueue-delivery';
+import { deliveryKeys } from '../../src/queue/delivery-keys';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 import { createTestReceiver, signed, type TestReceiver } from '../helpers/test-receiver';
@@ -53,7 +53,7 @@ describe('the dedupe mark outlives the job', () => {
   it('the mark lasts DEDUPE_TTL_SECONDS, longer than the sender retries plus the tolerance', async () => {
     const delivery = sampleDelivery('audio.ready', { id: 'ttl' });
     await post(delivery).expect(202);
-    const { mark } = dedupeKeys(receiver.config.queuePrefix, 'audio.ready', 'ttl');
+    const { mark } = deliveryKeys(receiver.config.queuePrefix).pairOf('audio.ready', 'ttl');
     const redis = receiver.redis as Redis;
     const ttl = await redis.ttl(mark);
     // Within a few seconds of the configured TTL, however slow the machine.
@@ -68,7 +68,7 @@ describe('the dedupe mark outlives the job', () => {
 
   it('once the mark expires, a re-send is accepted and handled again, then a duplicate again', async () => {
     const delivery = sampleDelivery('audio.failed', { id: 'expired' });
-    const { mark } = dedupeKeys(receiver.config.queuePrefix, 'audio.failed', 'expired');
+    const { mark } = deliveryKeys(receiver.config.queuePrefix).pairOf('audio.failed', 'expired');
     const redis = receiver.redis as Redis;
     const first = await post(delivery).expect(202);
     expect(first.body).toEqual({ received: true, duplicate: false });
@@ -111,22 +111,24 @@ describe('the dedupe mark outlives the job', () => {
 
   it('pairs that would spell the same joined string stay apart', async () => {
     await post({ event: 'x.y', data: { id: 'a:b' } }).expect(200); // unknown event: ignored
-    const a = dedupeKeys('p', 'audio.ready', 'a:b');
-    const b = dedupeKeys('p', 'audio.ready:a', 'b');
+    const a = deliveryKeys('p').pairOf('audio.ready', 'a:b');
+    const b = deliveryKeys('p').pairOf('audio.ready:a', 'b');
     expect(a.mark).not.toBe(b.mark);
     // Bounded whatever the id.
-    expect(dedupeKeys('p', 'audio.ready', 'x'.repeat(100_000)).mark.length).toBeLessThan(60);
+    expect(deliveryKeys('p').pairOf('audio.ready', 'x'.repeat(100_000)).mark.length).toBeLessThan(
+      60,
+    );
   });
 
   it('a dedupe key an earlier version wrote (BullMQ\u2019s own, by the plain id) still counts as seen', async () => {
     const redis = receiver.redis as Redis;
     const prefix = receiver.config.queuePrefix;
-    await redis.set(`${prefix}:deliveries:de:audio.failed:legacy`, 'earlier-job', 'EX', 3600);
+    const { mark, legacy } = deliveryKeys(prefix).pairOf('audio.failed', 'legacy');
+    await redis.set(legacy, 'earlier-job', 'EX', 3600);
     const again = await post(sampleDelivery('audio.failed', { id: 'legacy' })).expect(200);
     expect(again.body).toEqual({ received: true, duplicate: true });
     expect(await jobCount()).toBe(0);
     // The mark takes it over, with what was left of its time.
-    const { mark } = dedupeKeys(prefix, 'audio.failed', 'legacy');
     expect(await redis.get(mark)).toBe('earlier-job');
     expect(await redis.ttl(mark)).toBeLessThanOrEqual(3600);
   });

@@ -13,6 +13,7 @@ import { deliveryTimeline, type DeliveryTimeline } from '../../src/records/deliv
 import type { AudioMetadata } from '../../src/storage/audio-store';
 import { recordSteps, type RecorderOptions } from '../../src/worker/record-steps';
 import { startPrivateRedis, type PrivateRedis } from '../../harness/private-redis';
+import { deliveryKeys } from '../../src/queue/delivery-keys';
 
 /**
  * The worker's timeline steps as one run writes them: the steps an attempt notes wait for the
@@ -64,7 +65,7 @@ async function takenJob(): Promise<{ job: Job<DeliveryJobData>; id: string; deli
 
 /** The timeline, and a promise of each step write as it settles. */
 function watchedTimeline() {
-  const timeline = deliveryTimeline(redis, PREFIX, 60_000);
+  const timeline = deliveryTimeline(redis, deliveryKeys(PREFIX).placeOf, 60_000);
   const writes: Promise<void>[] = [];
   let wrote: () => void = () => undefined;
   let next = new Promise<void>((resolve) => (wrote = resolve));
@@ -100,7 +101,9 @@ const STORED: AudioMetadata = {
   job_id: '1',
 };
 const stepsOf = async (id: string) =>
-  (await readRecord(redis, PREFIX, 'audio.ready', id))?.timeline.map((s) => s.step);
+  (await readRecord(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id)))?.timeline.map(
+    (s) => s.step,
+  );
 
 it('an attempt that ends within the delay: its attempt, stored and handled steps go in one call, each at its own time', async () => {
   const { timeline } = watchedTimeline();
@@ -114,7 +117,7 @@ it('an attempt that ends within the delay: its attempt, stored and handled steps
   recorder.ended(job);
   expect((await scripts()) - before).toBe(1);
 
-  const record = await readRecord(redis, PREFIX, 'audio.ready', id);
+  const record = await readRecord(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
   expect(record?.summary.state).toBe('handled');
   expect(record?.summary.attempts).toBe(1);
   expect(record?.timeline.map((s) => s.step)).toEqual(['attempt', 'stored', 'handled']);
@@ -134,7 +137,7 @@ it('an attempt still running after the delay is shown active, its step at the ti
   const began = Date.now();
   recorder.started(job, delivery);
   await flushed;
-  const running = await readRecord(redis, PREFIX, 'audio.ready', id);
+  const running = await readRecord(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
   expect(running?.summary.state).toBe('active');
   expect(running?.summary.attempts).toBe(1);
   expect(running?.timeline.map((s) => s.step)).toEqual(['attempt']);
@@ -155,7 +158,7 @@ it('a run that throws: what it noted is written when it ends, before the failure
   recorder.ended(job);
   recorder.failed(job, 'the CDN answered 503', false);
   await Promise.all(writes);
-  const record = await readRecord(redis, PREFIX, 'audio.ready', id);
+  const record = await readRecord(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
   expect(record?.timeline.map((s) => s.step)).toEqual(['attempt', 'attempt_failed']);
   // Queued again for its retry, not left active by the attempt's step written last.
   expect(record?.summary.state).toBe('queued');
@@ -170,7 +173,7 @@ it('with destinations, stored is written at once (before their steps), the attem
   recorder.stored(job, delivery, STORED);
   await Promise.all(writes);
   expect((await scripts()) - before).toBe(1);
-  const record = await readRecord(redis, PREFIX, 'audio.ready', id);
+  const record = await readRecord(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
   expect(record?.summary.state).toBe('active');
   expect(record?.timeline.map((s) => s.step)).toEqual(['attempt', 'stored']);
   await recorder.handled(job, delivery);
@@ -187,7 +190,7 @@ it('a run taken over from a worker that stopped: its cut-off attempt and its own
   recorder.started(job, delivery);
   await Promise.all(writes);
   expect((await scripts()) - before).toBe(1);
-  const record = await readRecord(redis, PREFIX, 'audio.ready', id);
+  const record = await readRecord(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
   expect(record?.summary.state).toBe('active');
   expect(record?.summary.attempts).toBe(2);
   expect(record?.timeline.map((s) => s.step)).toEqual(['attempt_failed', 'attempt']);

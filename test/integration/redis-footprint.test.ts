@@ -13,6 +13,7 @@ import { audio, startLocalCdn } from '../../harness/local-cdn';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 import { deleteKeys } from '../helpers/test-receiver';
 import { timelineKeys } from '../../src/records/delivery-timeline';
+import { deliveryKeys } from '../../src/queue/delivery-keys';
 
 /**
  * What a delivery costs in the queue's Redis, which is noeviction: once full, every delivery is
@@ -103,7 +104,7 @@ async function keptBy(
   const job = await memory(`${prefix}:deliveries:${jobId}`);
   // Its timeline for the inspector: its record, and its member in the time index (by bytes, as
   // the rows below) and in the failed one, which a handled delivery has left.
-  const keys = timelineKeys(prefix, about.event, about.id);
+  const keys = timelineKeys(deliveryKeys(prefix).placeOf(about.event, about.id));
   const timeline =
     (await memory(keys.record)) +
     ((await redis.zscore(keys.all, keys.member)) === null ? 0 : keys.member.length + 8) +

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { createLogger } from '../../src/telemetry/logger';
-import { dedupeKeys } from '../../src/receiver/enqueue-delivery';
+import { deliveryKeys } from '../../src/queue/delivery-keys';
 import { dropConnection } from '../../src/redis/connections';
 import { withDeadline } from '../../src/util/deadline';
 import { startWorkers } from '../../src/worker/start-workers';
@@ -142,7 +142,8 @@ async function failoverUnderLoad(waitReplicas: number): Promise<Outcome> {
       dropConnection(fresh);
     });
     const pipeline = fresh.pipeline();
-    for (const id of accepted) pipeline.exists(dedupeKeys(prefix, 'audio.failed', id).mark);
+    for (const id of accepted)
+      pipeline.exists(deliveryKeys(prefix).pairOf('audio.failed', id).mark);
     const found = (await pipeline.exec()) ?? [];
     const lost = found.filter(([, exists]) => exists !== 1).length;
 

@@ -3,7 +3,7 @@ import http from 'node:http';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import request from 'supertest';
-import { dedupeKeys } from '../../src/receiver/enqueue-delivery';
+import { deliveryKeys } from '../../src/queue/delivery-keys';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { afterTest } from '../helpers/after-test';
 import { freePort } from '../../harness/private-redis';
@@ -55,7 +55,7 @@ it('SIGTERM while an enqueue stalls on Redis: that request gets a 503, never a 2
   const { raw, headers } = signed(delivery);
   // The enqueue's first command names the delivery's mark: once it is held, the request waits
   // on Redis.
-  const stalled = proxy.stall(dedupeKeys(prefix, 'audio.ready', id).mark);
+  const stalled = proxy.stall(deliveryKeys(prefix).pairOf('audio.ready', id).mark);
   const answer = post(port, raw, headers);
   await stalled;
   service.child.kill('SIGTERM');

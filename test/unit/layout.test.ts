@@ -140,6 +140,28 @@ it('a folder holds at most 16 files of its own, a file at most 300 lines', () =>
   expect(long).toEqual([]);
 });
 
+// queue/delivery-keys.ts owns the deliveries' key layout: BullMQ's keys under the queue's
+// prefix, the dedupe mark, the handled job's hash. A file elsewhere that spells one of them
+// breaks when that layout changes (sharding, a BullMQ upgrade) and reads the wrong key silently.
+it("no file outside queue/ builds or reads the deliveries queue's keys or the dedupe mark", () => {
+  const spellings = [
+    /:de:/,
+    /:seen:/,
+    /'deid'/,
+    /qualifiedName/i,
+    /(?<!:inspect):(wait|completed|failed|active|delayed|prioritized)['`]/,
+  ];
+  const leaks = [...graph.keys()]
+    .filter((file) => folderOf(file) !== 'queue')
+    .flatMap((file) => {
+      const text = readFileSync(join(SRC, file), 'utf8');
+      return spellings
+        .filter((spelling) => spelling.test(text))
+        .map((s) => `${file}: ${String(s)}`);
+    });
+  expect(leaks).toEqual([]);
+});
+
 it('the core never reaches the provider client or the sandbox', () => {
   const core = ['http-server', 'provider-spec', 'queue', 'receiver', 'worker', 'forwarding'];
   for (const folder of core) expect(rank(folder)).toBeLessThan(rank('provider'));
