@@ -42,7 +42,7 @@ describe('a misspelt variable', () => {
     };
     expect(unknownVariables(env, known)).toEqual([
       { name: 'ADMIN_PASWORD', meant: 'ADMIN_PASSWORD' },
-      { name: 'QUEUE_SHARDZ' },
+      { name: 'QUEUE_SHARDZ', meant: 'QUEUE_SHARDS' },
       { name: 'REDIS_URLS', meant: 'REDIS_URL' },
       { name: 'S3_BUCKETNAME' },
     ]);
