@@ -34,7 +34,10 @@ export function isAdminHost(host: string | undefined, allowed: readonly string[]
  * (INTERNAL_PORT: metrics, probes and the dashboard alike), else only /admin/*. Set before the
  * routes, so bull-board's and the inspector's answers carry the header as well.
  */
-export function adminHosts(allowed: readonly string[], { everyPath }: { everyPath: boolean }) {
+export function adminHosts(
+  allowed: readonly string[],
+  { everyPath }: { everyPath: boolean },
+): RequestHandler {
   const guard: RequestHandler = (req, res, next) => {
     const admin = ADMIN_PATHS.test(req.path);
     if (admin) res.setHeader('Cache-Control', 'no-store');
