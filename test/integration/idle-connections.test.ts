@@ -106,7 +106,8 @@ it('2,000 idle sockets from one client: /healthz and a delivery are still answer
     expect(posted.status).toBe(202);
     // None was refused as it arrived: each stays open until the header timeout ends it.
     expect(sockets.filter((socket) => socket.closed)).toHaveLength(0);
-    await withDeadline(Promise.all(closed), 30_000, 'the header timeout closing the idle ones');
+    // A hang bound, far past the 20 s header timeout: a loaded machine closes 2,000 sockets late.
+    await withDeadline(Promise.all(closed), 90_000, 'the header timeout closing the idle ones');
   } finally {
     for (const socket of sockets.splice(0)) socket.destroy();
     service.child.kill('SIGTERM');
@@ -115,4 +116,4 @@ it('2,000 idle sockets from one client: /healthz and a delivery are still answer
     await deleteKeys(redis, `${prefix}:*`);
     redis.disconnect();
   }
-}, 90_000);
+}, 240_000);
