@@ -13,7 +13,7 @@ import { footprintTargets, runRedisFootprint } from './redis-footprint.js';
 import { runSandboxEndToEnd } from './sandbox-end-to-end.js';
 import { pairedText, type Section } from './section.js';
 
-/** WORKER_CONCURRENCY's default (CONTRACT.md's). */
+/** WORKER_CONCURRENCY's default (docs/configuration.md's). */
 const DEFAULT_WORKER_CONCURRENCY = Number(SETTINGS.WORKER_CONCURRENCY.default);
 
 /** WORKER_CONCURRENCY swept, one end-to-end run at the fastest, and where a file's time goes. */

@@ -7,7 +7,7 @@ import type { ExpectedItem, ForwardedMessage, Observations } from './observation
  *
  * - ok: acknowledged (2xx), and its item is where it should be: stored whole with the CDN's
  *   SHA-256 (events that store audio), archived, forwarded to every destination that wants it
- *   under the message id CONTRACT.md defines, recorded where the CLI lists it;
+ *   under the message id docs/forwarding.md defines, recorded where the CLI lists it;
  * - lost: acknowledged, and missing from one of those places (`missing` says which);
  * - refused: the sandbox gave up (exhausted), with the receiver's last answer as the reason;
  * - in_flight: still pending at the cutoff;

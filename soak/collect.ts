@@ -19,7 +19,7 @@ export interface Collected {
   readonly problems: readonly string[];
 }
 
-/** What each refusal means, in CONTRACT.md's words: the receiver's reason, by its status. */
+/** What each refusal means, in docs/http-answers.md's words: the receiver's reason, by its status. */
 const REASONS: Readonly<Record<number, string>> = {
   400: 'invalid delivery',
   401: 'signature not verified',

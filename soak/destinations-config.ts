@@ -28,7 +28,7 @@ export function wantsOf(
 }
 
 /**
- * The forwarding settings: FORWARD_CONFIG (a file per CONTRACT.md) when the service reads it,
+ * The forwarding settings: FORWARD_CONFIG (a file, docs/forwarding.md) when the service reads it,
  * else FORWARD_URLS with the same three destinations and no filter (the build in hand predates
  * FORWARD_CONFIG: it would ignore the file and forward nothing).
  */

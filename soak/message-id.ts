@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /**
- * The message id every destination must carry for an item, as CONTRACT.md defines it, written
+ * The message id every destination must carry for an item, as docs/forwarding.md defines it, written
  * again here rather than imported from src/forwarding/: the checker must not share the code it checks.
  * `<event>:<data.id>` when that is printable ASCII (`!` to `~`) of at most 200 bytes, else
  * `<event>:sha256:<64 hex digits of the SHA-256 of data.id's UTF-8>`.

@@ -12,7 +12,7 @@ import { messageOf } from './received-message.js';
  * stopped), its stream in files under the run's folder so that a stop and a start keep it, and a
  * max_payload of 8 MB: a message near MAX_BODY_BYTES (1 MiB by default) is over NATS's default
  * 1 MB, and a team that accepts such bodies sizes its server for them (the service refuses a
- * message over the server's maximum for good, as CONTRACT.md says).
+ * message over the server's maximum for good, as docs/forwarding.md says).
  */
 export interface NatsBroker {
   /** FORWARD_URLS / FORWARD_CONFIG's URL of the stream's subject. */

@@ -3,7 +3,7 @@ import type { ForwardedMessage } from './observations.js';
 /**
  * What the checker keeps of a forwarded message: its id as the carrier gave it and the body's
  * `type`, `id` and `stored.sha256` (bodies near MAX_BODY_BYTES are not kept whole). A body that is
- * not the JSON CONTRACT.md describes is kept with an empty type, which matches no item.
+ * not the JSON docs/forwarding.md describes is kept with an empty type, which matches no item.
  */
 export function messageOf(messageId: string, body: string): ForwardedMessage {
   try {

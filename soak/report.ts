@@ -3,7 +3,7 @@ import type { InjectedFault } from './inject.js';
 import type { LatencySummary } from './latency.js';
 
 /**
- * The report of a run: CONTRACT.md's top-level numbers (`sent`, `ok`, `lost`, `unexpected`,
+ * The report of a run: docs/reliability.md's top-level numbers (`sent`, `ok`, `lost`, `unexpected`,
  * `duplicated`, `refused`, `in_flight`), the `seed` and `faults` (each with its `kind` and time),
  * then what explains them. A void run reports no figures: only why it is void.
  */

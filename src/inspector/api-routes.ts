@@ -86,7 +86,7 @@ export function answerAction(res: Response, result: ActionResult): void {
 }
 
 /**
- * The inspector's JSON API (CONTRACT.md, "Delivery inspector"), under INSPECTOR_API. Mounted
+ * The inspector's JSON API (docs/operations.md, "Every route of the inspector"), under INSPECTOR_API. Mounted
  * behind the dashboard's guards (receiver/admin-dashboard.ts): Basic auth and its guessing limit,
  * and for a POST, ADMIN_READ_ONLY and the Origin check.
  */

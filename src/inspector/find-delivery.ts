@@ -34,8 +34,8 @@ const hours = (seconds: number) => `${seconds / 3600} h`;
 
 /**
  * One delivery of an `event` + `data.id` pair, by every reader of the inspector (the API's detail
- * and search by id, the page, the CLI), from whatever is kept of it (CONTRACT.md, "Delivery
- * inspector", retention): its timeline record; else its job, which outlives the record when the
+ * and search by id, the page, the CLI), from whatever is kept of it (docs/operations.md, "How
+ * long"): its timeline record; else its job, which outlives the record when the
  * delivery was accepted before records were kept or its record expired; else its dedupe mark
  * alone, which names the job and tells when it was set. Undefined when none of them is kept.
  */

@@ -23,8 +23,8 @@ import { findById, findDelivery } from './find-delivery.js';
 import type { NoticeCode } from './notices.js';
 
 /**
- * One delivery whole, as `GET /admin/api/deliveries/<event>/<id>` answers (CONTRACT.md,
- * "Delivery inspector"): the summary's fields, its forwards as a list.
+ * One delivery whole, as `GET /admin/api/deliveries/<event>/<id>` answers (docs/operations.md,
+ * "Every route of the inspector"): the summary's fields, its forwards as a list.
  */
 export interface DeliveryDetail extends Omit<DeliverySummary, 'forwards'> {
   readonly payload: unknown;

@@ -12,7 +12,7 @@ export type DeliveryState = (typeof STATES)[StateCode];
 /** A destination's part in it, as the API names it. */
 export type ForwardState = (typeof FORWARD_STATES)[ForwardCode];
 
-/** One delivery in a list (CONTRACT.md, "Delivery inspector"). */
+/** One delivery in a list (docs/operations.md, "Every route of the inspector"). */
 export interface DeliverySummary {
   readonly event: string;
   readonly id: string;

@@ -17,7 +17,7 @@ import {
 import { createTestReceiver } from '../helpers/test-receiver';
 
 /**
- * The delivery inspector's JSON API (CONTRACT.md, "Delivery inspector") over a real pipeline:
+ * The delivery inspector's JSON API (docs/operations.md, "Every route of the inspector") over a real pipeline:
  * receiver and workers on the test Redis, a real HTTPS CDN, a real forward destination.
  */
 const PASSWORD = 'inspector test password';

@@ -1,7 +1,7 @@
 import { check } from '../../soak/checker';
 import { buildReport, reportLines } from '../../soak/report';
 
-// The soak's report: CONTRACT.md's top-level fields, and no figures at all for a void run.
+// The soak's report: docs/reliability.md's top-level fields, and no figures at all for a void run.
 
 const none = { answered: 0, unanswered: 0, p50_ms: null, p99_ms: null, max_ms: null, statuses: {} };
 const input = (requested: number) => ({
