@@ -1,3 +1,4 @@
+import { ownValue } from '../util/own-value.js';
 import type { Logger } from 'pino';
 import { jsonMember } from '../provider-spec/json-member.js';
 import type {
@@ -45,7 +46,7 @@ export function noteForwards(
   tried.forEach((name, index) => {
     const outcome = outcomes[index];
     const failures = settled.progress.tries.get(name) ?? 0;
-    const gaveUp = settled.givenUp[name];
+    const gaveUp = ownValue(settled.givenUp, name);
     if (gaveUp !== undefined) {
       note({
         code: 'Y',
@@ -67,7 +68,7 @@ export function noteForwards(
         return;
       case 'held':
         note({
-          ...(name in heldBefore ? {} : { code: 'U' as const }),
+          ...(ownValue(heldBefore, name) !== undefined ? {} : { code: 'U' as const }),
           destination: { name, code: 'h', attempts: failures },
         });
         return;

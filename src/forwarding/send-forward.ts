@@ -1,3 +1,4 @@
+import { ownValue } from '../util/own-value.js';
 import { DelayedError, type Job } from 'bullmq';
 import { NeverRetryError } from '../jobs/retry-policy.js';
 import { payloadTooBigToKeep } from '../queue/job-retention.js';
@@ -32,10 +33,10 @@ export async function sendForward(
   // A job queued by an earlier version carries none: its attempts share the job span's trace.
   const traceparent = job.data.traceparent ?? formatTraceparent(activeTrace() ?? newTraceContext());
   const now = Date.now();
-  const pending = destinations.filter((name) => !(name in (job.data.refused ?? {})));
+  const pending = destinations.filter((name) => ownValue(job.data.refused, name) === undefined);
   // One that failed is tried after its own backoff, not whenever another wakes the job; a job
   // woken before any is due (promoted by hand, from a dashboard) tries them all.
-  const due = pending.filter((name) => (job.data.due?.[name] ?? 0) <= now);
+  const due = pending.filter((name) => (ownValue(job.data.due, name) ?? 0) <= now);
   const tried = due.length > 0 ? due : pending;
   const resting = pending.filter((name) => !tried.includes(name));
   const outcomes = await Promise.all(

@@ -1,3 +1,4 @@
+import { ownValue } from '../util/own-value.js';
 import type { Counter } from 'prom-client';
 import { retryDelay } from '../jobs/retry-policy.js';
 import type { ForwardJobData } from './forward-queue.js';
@@ -58,14 +59,19 @@ export function settleAttempts(
     tries: new Map(Object.entries(before.tries ?? {})),
     heldSince: new Map(Object.entries(before.heldSince ?? {})),
   };
-  const givenUp: Record<string, string> = { ...before.refused };
+  // Keyed by destination names, which may be any an operator chose (`__proto__` included):
+  // an object with no prototype holds each as its own key.
+  const givenUp: Record<string, string> = Object.assign(
+    Object.create(null) as Record<string, string>,
+    before.refused,
+  );
   const reasons = new Map(Object.entries(before.reasons ?? {}));
   const waiting: string[] = [];
   const heldDone: string[] = [];
   const due = new Map<string, number>();
   let dueAt = Infinity;
   for (const name of resting) {
-    const at = before.due?.[name];
+    const at = ownValue(before.due, name);
     waiting.push(name);
     if (at !== undefined) due.set(name, at);
     dueAt = Math.min(dueAt, at ?? now);

@@ -462,3 +462,39 @@ function operatorCli(env: Record<string, string>) {
     return { code, stdout };
   };
 }
+
+describe('destination names every object inherits', () => {
+  it('destinations named constructor and toString are retried, sent to and shown as sent like any other', async () => {
+    const secret = forwardSecret();
+    const [constructor, toString] = [await endpointWith(secret), await endpointWith(secret)];
+    // Each refuses its first try, so its message goes on in a forward job of its own.
+    constructor.failNext = 1;
+    toString.failNext = 1;
+    const pipeline = await startTestPipeline({}, undefined, {
+      FORWARD_SECRET: secret,
+      FORWARD_CONFIG: configFile([
+        { url: constructor.url, name: 'constructor' },
+        { url: toString.url, name: 'toString' },
+      ]),
+      FORWARD_BACKOFF_MS: '50',
+    });
+    cleanups.push(async () => {
+      await pipeline.close();
+      await deleteKeys(redis, `${pipeline.receiver.config.queuePrefix}:*`);
+    });
+    const id = `inherited-${randomUUID()}`;
+    await pipeline.post(sampleDelivery('key.revoked', { id })).expect(202);
+    await constructor.inbox.atLeast(1);
+    await toString.inbox.atLeast(1);
+    const forwards = await eventually(async () => {
+      const { stdout } = await pipeline.cli('inspect', id, '--json');
+      const shown = (JSON.parse(stdout) as { forwards: { destination: string; state: string }[] })
+        .forwards;
+      return shown.every((forward) => forward.state === 'sent') ? shown : undefined;
+    });
+    expect(forwards.map((forward) => forward.destination).sort()).toEqual([
+      'constructor',
+      'toString',
+    ]);
+  }, 30_000);
+});
