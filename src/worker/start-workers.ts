@@ -140,16 +140,14 @@ export async function startWorkers(
     reportError,
     gate,
   });
-  // Every worker serves every shard: one BullMQ worker per shard's queue, the process's
-  // WORKER_CONCURRENCY shared among them.
-  const perShard = Math.max(1, Math.ceil(config.workerConcurrency / shards.length));
-  const workers: DeliveryWorker[] = shards.map((prefix) =>
+  // Every worker serves every shard: one BullMQ worker per shard's queue.
+  const workers: DeliveryWorker[] = shards.map((prefix, index) =>
     startJobWorker((job) => liveness.track(() => runDelivery(job, steps)), {
       queue: 'deliveries',
       connection: redis,
       prefix,
       telemetry: options.telemetry,
-      concurrency: perShard,
+      concurrency: shardConcurrency(config.workerConcurrency, shards.length, index),
       lockMs: config.workerLockMs,
       policy: { attempts: config.downloadAttempts, backoffMs: config.downloadBackoffMs },
       logger,
@@ -205,4 +203,13 @@ export async function startWorkers(
         });
     },
   };
+}
+
+/**
+ * The jobs at once of shard `index`'s BullMQ worker: the process's WORKER_CONCURRENCY split among
+ * the shards (the first ones take the remainder), and at least one each, so a process with fewer
+ * jobs at once than shards still serves every shard.
+ */
+export function shardConcurrency(total: number, shards: number, index: number): number {
+  return Math.max(1, Math.floor(total / shards) + (index < total % shards ? 1 : 0));
 }
