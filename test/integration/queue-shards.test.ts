@@ -38,6 +38,18 @@ const post = (receiver: Receiver, body: unknown) => {
   return request(receiver.listener).post('/webhooks').set(headers).send(raw);
 };
 
+/**
+ * Posts as the provider does: a 503 (a store past its deadline on a loaded machine) is sent
+ * again, up to 20 times. The answer it settles on, and whether it was sent more than once (a
+ * timed-out write may have landed: its retry is then rightly answered duplicate).
+ */
+const settled = async (receiver: Receiver, body: unknown) => {
+  for (let attempt = 0; ; attempt++) {
+    const answer = await post(receiver, body);
+    if (answer.status !== 503 || attempt === 19) return { answer, retried: attempt > 0 };
+  }
+};
+
 const cpuSeconds = async (port: number) => {
   const info = await ask(port, 'INFO', 'CPU');
   return Number(infoField(info, 'used_cpu_sys')) + Number(infoField(info, 'used_cpu_user'));
@@ -73,9 +85,11 @@ it('600 deliveries over six shards: every primary holds a fifth of the keys; re-
   const ids = Array.from({ length: 600 }, (_, i) => `spread-${i}`);
   for (let at = 0; at < ids.length; at += 50) {
     const answers = await Promise.all(
-      ids.slice(at, at + 50).map((id) => post(first, { event: 'audio.failed', data: { id } })),
+      ids.slice(at, at + 50).map((id) => settled(first, { event: 'audio.failed', data: { id } })),
     );
-    expect(answers.map((res) => res.status)).toEqual(answers.map(() => 202));
+    for (const { answer, retried } of answers) {
+      expect(retried ? [202, 200] : [202]).toContain(answer.status);
+    }
   }
   const cpuAfter = await Promise.all(primaries.map((node) => cpuSeconds(node.port)));
 
@@ -114,9 +128,9 @@ it('600 deliveries over six shards: every primary holds a fifth of the keys; re-
 
   // A re-send, through another connection, finds its first copy's mark in its shard.
   const again = await Promise.all(
-    ids.slice(0, 120).map((id) => post(second, { event: 'audio.failed', data: { id } })),
+    ids.slice(0, 120).map((id) => settled(second, { event: 'audio.failed', data: { id } })),
   );
-  expect(again.map((res) => res.body as unknown)).toEqual(
+  expect(again.map(({ answer }) => answer.body as unknown)).toEqual(
     again.map(() => ({ received: true, duplicate: true })),
   );
 
@@ -160,9 +174,11 @@ it('REDIS_WAIT_REPLICAS on a Cluster: a 2xx after a replica of the shard’s pri
   await eventually(() => Promise.resolve(receiver.redis.status === 'ready' ? true : undefined));
   const ids = Array.from({ length: 60 }, (_, i) => `wait-${i}`);
   const answers = await Promise.all(
-    ids.map((id) => post(receiver, { event: 'audio.failed', data: { id } })),
+    ids.map((id) => settled(receiver, { event: 'audio.failed', data: { id } })),
   );
-  expect(answers.map((res) => res.status)).toEqual(ids.map(() => 202));
+  for (const { answer, retried } of answers) {
+    expect(retried ? [202, 200] : [202]).toContain(answer.status);
+  }
   const strict = createReceiver(
     testConfig({ ...env, REDIS_WAIT_REPLICAS: '2', REDIS_WAIT_TIMEOUT_MS: '100' }),
     createLogger('silent'),
