@@ -42,8 +42,11 @@ function healthOnNewConnection(port: number): Promise<number> {
  */
 async function holdIdle(port: number, count: number, sockets: Socket[]): Promise<void> {
   for (let at = 0; at < count; at += 100) {
+    // Each reads (nothing comes until the server ends it), so the server's end is seen at once;
+    // TCP keep-alive probes end one the server's kernel dropped unaccepted (a full backlog on a
+    // loaded machine), which would otherwise look open here for ever. Neither sends a byte of HTTP.
     const batch = Array.from({ length: Math.min(100, count - at) }, () =>
-      connect(port, '127.0.0.1'),
+      connect(port, '127.0.0.1').setKeepAlive(true, 1_000).resume(),
     );
     sockets.push(...batch);
     await Promise.all(
