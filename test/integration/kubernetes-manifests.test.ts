@@ -108,6 +108,8 @@ it('both Deployments: non-root, read-only root, limits, config from the ConfigMa
     const pod = podSpec(deployment);
     const c = container(deployment);
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
+    // Service links would set AUDIO_WEBHOOKS_SERVICE_HOST and the like, warned about as unknown.
+    expect(pod.enableServiceLinks).toBe(false);
     expect(c.securityContext).toMatchObject({
       readOnlyRootFilesystem: true,
       allowPrivilegeEscalation: false,
