@@ -4,6 +4,7 @@ import { request } from 'undici';
 import { startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 import { spawnService, type ServiceProcess } from './spawn-service';
 import { deleteKeys, signed } from './test-receiver';
+import { accepted, postAsProvider } from './provider-post';
 
 /** What the forwarding test files share: Redis, a CDN, spawned services, cleanups per test. */
 export interface ForwardTestBed {
@@ -52,6 +53,14 @@ export function forwardTestBed(): ForwardTestBed {
       return prefix;
     },
   };
+}
+
+/**
+ * POSTs a new signed delivery to a spawned receiver as the provider does (a 503 is sent again):
+ * 202 once it is taken, whether the first answer or a re-send's duplicate (provider-post.ts).
+ */
+export async function deliverSigned(port: number, body: unknown): Promise<number> {
+  return accepted(await postAsProvider(() => postSigned(port, body)));
 }
 
 /** POSTs a signed delivery to a spawned receiver; its status. */

@@ -335,11 +335,18 @@ it.each(LARGE_PATHS)(
         timeoutMs: 20_000,
         everyMs: 50,
       });
-      const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
-      // A multipart upload is listed while it runs; a PUT is not there at all until whole.
-      expect((uploads.Uploads ?? []).map((u) => u.Key)).toEqual(
-        chunked ? ['audio/killed.wav'] : [],
-      );
+      const uploading = async () =>
+        (
+          (await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? []
+        ).map((u) => u.Key);
+      // A multipart upload is listed while it runs (the worker may read the sent bytes later than
+      // they are sent: it is awaited); a PUT is not there at all until whole.
+      if (chunked)
+        await eventually(async () => ((await uploading()).length > 0 ? true : undefined), {
+          timeoutMs: 20_000,
+          everyMs: 50,
+        });
+      expect(await uploading()).toEqual(chunked ? ['audio/killed.wav'] : []);
       worker.child.kill('SIGKILL');
       await worker.exited;
       expect(await exists(bucket, 'audio/killed.wav')).toBe(false);
