@@ -9,7 +9,7 @@ import {
 } from 'bullmq';
 import type { Job } from 'bullmq';
 import type { DeliveryJobData } from './delivery-job-data.js';
-import { execThenWait, openMulti } from '../redis/replica-wait.js';
+import { execThenWait, NilExecError, openMulti } from '../redis/replica-wait.js';
 import { DELIVERY_QUEUE, deliveryKeys, type DeliveryKeys } from './delivery-keys.js';
 
 /** One queue for every event: the dispatcher picks the handler by job name (= event name). */
@@ -117,7 +117,7 @@ export class DeliveryQueue extends Queue<DeliveryJobData> {
       if (parts.length === 0) return;
       const { replies, acknowledged } =
         wait === undefined
-          ? { replies: (await transaction.exec()) ?? [], acknowledged: undefined }
+          ? { replies: nilRefused(await transaction.exec()), acknowledged: undefined }
           : await execThenWait(transaction, wait.replicas, wait.timeoutMs);
       for (const { add, from, to } of parts) {
         const own = replies.slice(from, to);
@@ -183,6 +183,12 @@ function shardQueue(options: DeliveryQueueOptions, prefix: string): DeliveryQueu
       // Retention is the worker's setting too, not packed into every job.
     },
   });
+}
+
+/** A transaction's replies; nil (nothing applied) refused, never read as no replies. */
+function nilRefused<T>(replies: T[] | null): T[] {
+  if (replies === null) throw new NilExecError();
+  return replies;
 }
 
 /** ioredis's transaction, which counts its queued commands (BullMQ's type does not say so). */

@@ -21,6 +21,17 @@ export function openMulti(client: { pipeline(): IRedisTransaction }): IRedisTran
 type Reply = [Error | null, unknown];
 
 /**
+ * EXEC answered nil, not an array: Redis applied none of the transaction. Its adds are
+ * refused (the sender retries), never read as answers: no reply is not "deduplicated".
+ */
+export class NilExecError extends Error {
+  override name = 'NilExecError';
+  constructor() {
+    super('Redis applied none of the transaction: EXEC answered nil');
+  }
+}
+
+/**
  * Redis WAIT, right after the MULTI's EXEC in the same pipeline: WAIT answers how many replicas
  * acknowledged every write its connection sent before it, so it covers every delivery in the
  * MULTI and is sent to the very server, over the very connection, that applied them (a WAIT
@@ -42,7 +53,8 @@ export async function execThenWait(
   const [waitError, acknowledged] = results.at(-1) ?? [null, 0];
   if (execError !== null) throw execError;
   if (waitError !== null) throw waitError;
-  const replies = (Array.isArray(inner) ? inner : []).map((value: unknown): Reply =>
+  if (!Array.isArray(inner)) throw new NilExecError();
+  const replies = inner.map((value: unknown): Reply =>
     value instanceof Error ? [value, null] : [null, value],
   );
   return { replies, acknowledged: Number(acknowledged) };
