@@ -8,6 +8,7 @@ import {
   type Telemetry,
 } from 'bullmq';
 import type { Job } from 'bullmq';
+import { Cluster } from 'ioredis';
 import type { DeliveryJobData } from './delivery-job-data.js';
 import { execThenWait, NilExecError, openMulti } from '../redis/replica-wait.js';
 import { DELIVERY_QUEUE, deliveryKeys, type DeliveryKeys } from './delivery-keys.js';
@@ -118,7 +119,9 @@ export class DeliveryQueue extends Queue<DeliveryJobData> {
       const { replies, acknowledged } =
         wait === undefined
           ? { replies: nilRefused(await transaction.exec()), acknowledged: undefined }
-          : await execThenWait(transaction, wait.replicas, wait.timeoutMs);
+          : await execThenWait(transaction, wait.replicas, wait.timeoutMs, () =>
+              refreshedSlots(client),
+            );
       for (const { add, from, to } of parts) {
         const own = replies.slice(from, to);
         const failed = own.find(([error]) => error !== null)?.[0];
@@ -182,6 +185,17 @@ function shardQueue(options: DeliveryQueueOptions, prefix: string): DeliveryQueu
       backoff: { type: 'retry-delay' },
       // Retention is the worker's setting too, not packed into every job.
     },
+  });
+}
+
+/** Resolves once a Cluster has read its slot map again (at once for one server). */
+function refreshedSlots(client: unknown): Promise<void> {
+  if (!(client instanceof Cluster)) return Promise.resolve();
+  return new Promise((resolve) => {
+    // A refresh that fails leaves the map as it was: the next redirection asks again.
+    client.refreshSlotsCache(() => {
+      resolve();
+    });
   });
 }
 

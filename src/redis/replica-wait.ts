@@ -43,6 +43,13 @@ export async function execThenWait(
   transaction: IRedisTransaction,
   replicas: number,
   timeoutMs: number,
+  /**
+   * Awaited when a queued command was redirected (MOVED, ASK: the slot has another node now).
+   * On a Cluster, ioredis follows a redirection, and refreshes its slot map, only for a pipeline
+   * it may send again whole, and WAIT's reply rules this one out: without a refresh here, every
+   * later store of that slot would go to the same wrong node.
+   */
+  onRedirected?: () => Promise<void>,
 ): Promise<{ replies: Reply[]; acknowledged: number }> {
   const pipeline = transaction as unknown as OpenMulti;
   // With MULTI open, ioredis's exec queues EXEC instead of sending.
@@ -51,6 +58,8 @@ export async function execThenWait(
   const results = ((await pipeline.exec()) ?? []) as Reply[];
   const [execError, inner] = results.at(-2) ?? [new Error('no EXEC reply'), undefined];
   const [waitError, acknowledged] = results.at(-1) ?? [null, 0];
+  if (results.some(([error]) => error !== null && /^(MOVED|ASK) /.test(error.message)))
+    await onRedirected?.();
   if (execError !== null) throw execError;
   if (waitError !== null) throw waitError;
   if (!Array.isArray(inner)) throw new NilExecError();
