@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { FAULT_KINDS, type FaultKind } from './fault-plan.js';
+import { CLUSTER_FAULT_KINDS, FAULT_KINDS, faultKindsFor, type FaultKind } from './fault-plan.js';
 import type { Fsync } from './redis-server.js';
 
 /**
@@ -13,6 +13,11 @@ export interface SoakOptions {
   readonly store: 'local' | 's3';
   readonly report: string;
   readonly fsync: Fsync;
+  /**
+   * The service's Redis: one server, or a Cluster of three primaries with a replica each, the
+   * queue in six shards and every delivery on a replica before its 2xx (redis-cluster.ts).
+   */
+  readonly redis: 'single' | 'cluster';
   /** Sends to the sandbox per second, on average. */
   readonly rate: number;
   /** The sandbox's --time-scale: its retry waits (30 s … 6 h) times this. */
@@ -32,7 +37,7 @@ export interface SoakOptions {
 }
 
 export const USAGE =
-  'usage: npm run soak [-- --minutes N --seed S --store local|s3 --report FILE --fsync always|everysec --rate R --time-scale X --drain-seconds N --without KIND[,KIND]]';
+  'usage: npm run soak [-- --minutes N --seed S --store local|s3 --report FILE --fsync always|everysec --redis single|cluster --rate R --time-scale X --drain-seconds N --without KIND[,KIND]]';
 
 export class UsageError extends Error {}
 
@@ -63,6 +68,7 @@ export function parseSoakArgs(argv: readonly string[], randomSeed: () => number)
         store: { type: 'string' },
         report: { type: 'string' },
         fsync: { type: 'string' },
+        redis: { type: 'string' },
         rate: { type: 'string' },
         'time-scale': { type: 'string' },
         'drain-seconds': { type: 'string' },
@@ -79,13 +85,15 @@ export function parseSoakArgs(argv: readonly string[], randomSeed: () => number)
   const fsync = values.fsync ?? 'everysec';
   if (fsync !== 'always' && fsync !== 'everysec')
     throw new UsageError('--fsync must be always or everysec');
+  const redis = values.redis ?? 'single';
+  if (redis !== 'single' && redis !== 'cluster')
+    throw new UsageError('--redis must be single or cluster');
+  const known: readonly string[] = [...FAULT_KINDS, ...CLUSTER_FAULT_KINDS];
   const without = (values.without ?? '').split(',').filter((kind) => kind !== '');
-  const unknown = without.filter((kind) => !(FAULT_KINDS as readonly string[]).includes(kind));
+  const unknown = without.filter((kind) => !known.includes(kind));
   if (unknown.length > 0)
-    throw new UsageError(
-      `--without: unknown fault ${unknown.join(', ')} (${FAULT_KINDS.join(', ')})`,
-    );
-  const kinds = FAULT_KINDS.filter((kind) => !without.includes(kind));
+    throw new UsageError(`--without: unknown fault ${unknown.join(', ')} (${known.join(', ')})`);
+  const kinds = faultKindsFor(redis).filter((kind) => !without.includes(kind));
   const short = minutes < 5;
   return {
     minutes,
@@ -93,6 +101,7 @@ export function parseSoakArgs(argv: readonly string[], randomSeed: () => number)
     store,
     report: values.report ?? 'data/soak-report.json',
     fsync,
+    redis,
     rate: positive('rate', values.rate, 2.5),
     timeScale: positive('time-scale', values['time-scale'], short ? 0.002 : 0.01),
     drainSeconds: positive('drain-seconds', values['drain-seconds'], short ? 50 : 600),

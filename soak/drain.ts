@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import { FORWARD_QUEUE } from '../src/forwarding/forward-queue.js';
+import { DELIVERY_QUEUE, shardPrefixes } from '../src/queue/delivery-keys.js';
 import type { System } from './system.js';
 
 /**
@@ -17,15 +19,25 @@ export interface Drain {
   readonly pending: Readonly<Record<string, number>>;
 }
 
-const QUEUE_PREFIX = 'audio-webhooks';
 const STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'] as const;
 
 export async function drain(system: System, boundMs: number): Promise<Drain> {
-  const connection = new Redis(system.serviceRedis.url, { maxRetriesPerRequest: 1 });
+  const redis = system.serviceRedis;
+  const connection =
+    redis.kind === 'single'
+      ? new Redis(redis.server.url, { maxRetriesPerRequest: 1 })
+      : new Cluster(
+          redis.cluster.nodes.map((node) => ({ host: '127.0.0.1', port: node.port })),
+          { redisOptions: { maxRetriesPerRequest: 1 } },
+        );
   connection.on('error', () => undefined);
-  const queues = ['deliveries', 'forwards'].map(
-    (name) => new Queue(name, { connection, prefix: QUEUE_PREFIX }),
-  );
+  // The deliveries queue of every shard (one, unless QUEUE_SHARDS says more), and the forwards.
+  const prefix = system.env.QUEUE_PREFIX ?? 'audio-webhooks';
+  const shards = shardPrefixes(prefix, Number(system.env.QUEUE_SHARDS ?? '1'));
+  const queues = [
+    ...shards.map((shard) => new Queue(DELIVERY_QUEUE, { connection, prefix: shard })),
+    new Queue(FORWARD_QUEUE, { connection, prefix }),
+  ];
   for (const queue of queues) queue.on('error', () => undefined);
   const deadline = Date.now() + boundMs;
   let quiet = 0;
@@ -56,7 +68,10 @@ async function look(system: System, queues: readonly Queue[]): Promise<Record<st
   };
   for (const queue of queues) {
     const counts = await queue.getJobCounts(...STATES);
-    for (const state of STATES) pending[`${queue.name}_${state}`] = counts[state] ?? 0;
+    for (const state of STATES) {
+      const key = `${queue.name}_${state}`;
+      pending[key] = (pending[key] ?? 0) + (counts[state] ?? 0);
+    }
   }
   return pending;
 }

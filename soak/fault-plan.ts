@@ -21,7 +21,22 @@ export const FAULT_KINDS = [
   'store_full',
   'destination_paused',
 ] as const;
-export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/**
+ * A Cluster's faults (`--redis cluster`), dealt in place of kill_redis and pause_redis: one
+ * primary SIGKILLed (its replica takes its slots; the node is started again later and rejoins as
+ * a replica), or SIGSTOPped for a while (past the node timeout, its replica takes over too).
+ */
+export const CLUSTER_FAULT_KINDS = ['kill_primary', 'pause_primary'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number] | (typeof CLUSTER_FAULT_KINDS)[number];
+
+/** The kinds a run deals: on a Cluster, its primaries' faults take the one server's place. */
+export function faultKindsFor(redis: 'single' | 'cluster'): readonly FaultKind[] {
+  if (redis === 'single') return FAULT_KINDS;
+  return FAULT_KINDS.map((kind) =>
+    kind === 'kill_redis' ? 'kill_primary' : kind === 'pause_redis' ? 'pause_primary' : kind,
+  );
+}
 
 /** The destinations, by the names the report and FORWARD_CONFIG give them. */
 export const DESTINATIONS = ['http', 'nats', 'amqp'] as const;
@@ -48,6 +63,10 @@ const DURATION_S: Readonly<Record<FaultKind, readonly [number, number]>> = {
   kill_redis: [0.5, 5],
   // The receiver's Redis deadline is 1 s: every pause outlasts it.
   pause_redis: [1.5, 8],
+  // How long the killed primary stays down once its replica has taken over.
+  kill_primary: [3, 20],
+  // Some shorter than the Cluster's node timeout (nothing fails over), some longer.
+  pause_primary: [2, 10],
   nats_stopped: [3, 25],
   rabbit_exchange_removed: [3, 25],
   http_503: [3, 20],
@@ -69,6 +88,8 @@ function targetOf(kind: FaultKind, which: number): Target {
       return 'worker';
     case 'kill_redis':
     case 'pause_redis':
+    case 'kill_primary':
+    case 'pause_primary':
       return 'redis';
     case 'nats_stopped':
       return 'nats';
@@ -129,12 +150,12 @@ export function planFaults(random: Random, options: FaultPlanOptions): PlannedFa
   }
 }
 
-/** How many of each kind a plan holds. */
-export function countByKind(faults: readonly { readonly kind: FaultKind }[]) {
-  const counts = Object.fromEntries(FAULT_KINDS.map((kind) => [kind, 0])) as Record<
-    FaultKind,
-    number
-  >;
-  for (const fault of faults) counts[fault.kind] += 1;
+/** How many of each kind a plan holds, every kind of `kinds` listed. */
+export function countByKind(
+  faults: readonly { readonly kind: FaultKind }[],
+  kinds: readonly FaultKind[] = FAULT_KINDS,
+): Record<string, number> {
+  const counts: Record<string, number> = Object.fromEntries(kinds.map((kind) => [kind, 0]));
+  for (const fault of faults) counts[fault.kind] = (counts[fault.kind] ?? 0) + 1;
   return counts;
 }

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PlannedFault } from './fault-plan.js';
 import { forwardStatus } from './forward-status.js';
+import type { RedisServer } from './redis-server.js';
 import type { System } from './system.js';
 
 /**
@@ -61,23 +62,31 @@ export async function inject(fault: PlannedFault, system: System): Promise<Injec
       }
       break;
     }
-    case 'kill_redis':
-      details.pid = system.serviceRedis.pid();
-      await system.serviceRedis.kill();
+    case 'kill_redis': {
+      const server = single(system);
+      details.pid = server.pid();
+      await server.kill();
       try {
         await hold();
       } finally {
-        await system.serviceRedis.start();
+        await server.start();
         system.restarts.redis += 1;
       }
       break;
-    case 'pause_redis':
-      system.serviceRedis.pause();
+    }
+    case 'pause_redis': {
+      const server = single(system);
+      server.pause();
       try {
         await hold();
       } finally {
-        system.serviceRedis.resume();
+        server.resume();
       }
+      break;
+    }
+    case 'kill_primary':
+    case 'pause_primary':
+      await breakPrimary(fault, system, details);
       break;
     case 'nats_stopped':
       await stopNats(system, hold);
@@ -134,6 +143,57 @@ export async function inject(fault: PlannedFault, system: System): Promise<Injec
       break;
   }
   return { kind, target: fault.target, startMs, endMs: Date.now(), details };
+}
+
+function single(system: System): RedisServer {
+  const redis = system.serviceRedis;
+  if (redis.kind !== 'single') throw new Error('a fault of the one Redis, on a Cluster');
+  return redis.server;
+}
+
+/**
+ * A primary of the Cluster SIGKILLed, or SIGSTOPped, while traffic flows. A kill is held until
+ * its replica has taken its slots, then for the fault's duration; the node is then started again
+ * (from its own files: it rejoins as a replica). A pause lasts the fault's duration whatever the
+ * Cluster does meanwhile. Either ends once the Cluster is whole again (every primary with a
+ * synced replica), so the next fault never finds a primary without one.
+ */
+async function breakPrimary(
+  fault: PlannedFault,
+  system: System,
+  details: Record<string, unknown>,
+): Promise<void> {
+  const redis = system.serviceRedis;
+  if (redis.kind !== 'cluster') throw new Error(`${fault.kind} needs --redis cluster`);
+  const { cluster } = redis;
+  const began = Date.now();
+  const primaries = await cluster.primaries();
+  const victim = primaries[fault.which % primaries.length];
+  const server = cluster.nodes.find((node) => node.port === victim?.port);
+  if (victim === undefined || server === undefined) throw new Error('no primary to break');
+  details.port = victim.port;
+  details.pid = server.pid();
+  details.slots = victim.slots.map(([from, to]) => `${String(from)}-${String(to)}`).join(',');
+  try {
+    if (fault.kind === 'kill_primary') {
+      await server.kill();
+      const now = await cluster.failedOver(victim, 60_000);
+      details.failed_over_after_ms = Date.now() - began;
+      details.primaries_after = now.map((node) => node.port);
+      await sleep(fault.durationMs);
+    } else {
+      server.pause();
+      await sleep(fault.durationMs);
+    }
+  } finally {
+    if (fault.kind === 'kill_primary') {
+      await server.start();
+      system.restarts.redis += 1;
+    } else server.resume();
+    await cluster.whole(120_000);
+    details.whole_after_ms = Date.now() - began;
+    details.role_after = await cluster.roleOf(victim.port);
+  }
 }
 
 async function stopNats(system: System, hold: () => Promise<unknown>): Promise<void> {

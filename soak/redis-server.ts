@@ -28,6 +28,8 @@ export interface RedisServer {
 export async function startRedisServer(
   dir: string,
   persistence: Fsync | 'none',
+  /** More arguments (a Cluster node's). */
+  extra: readonly string[] = [],
 ): Promise<RedisServer> {
   const port = await freePort();
   const args = [
@@ -44,6 +46,7 @@ export async function startRedisServer(
     ...(persistence === 'none'
       ? ['--appendonly', 'no']
       : ['--appendonly', 'yes', '--appendfsync', persistence]),
+    ...extra,
   ];
   let child: ChildProcess | undefined;
   const start = async () => {

@@ -1,8 +1,9 @@
 /**
- * `npm run soak [-- --minutes N --seed S --store local|s3 --report FILE]` (docs/reliability.md):
- * the whole system on this machine under seeded random faults, then the checker's verdict on
- * every delivery the sandbox sent. Exit 0: nothing lost, nothing unexpected; 1: something lost or
- * unexpected; 2: the soak itself could not run; 3: the run is void (its figures mean nothing).
+ * `npm run soak [-- --minutes N --seed S --store local|s3 --redis single|cluster --report FILE]`
+ * (docs/reliability.md): the whole system on this machine under seeded random faults, then the
+ * checker's verdict on every delivery the sandbox sent. Exit 0: nothing lost, nothing unexpected;
+ * 1: something lost or unexpected; 2: the soak itself could not run; 3: the run is void (its
+ * figures mean nothing).
  *
  * The order: plan (traffic and faults, from the seed alone), start the system, send and break
  * for `--minutes`, let the backlog drain (bounded), collect what every place holds, check,
@@ -16,7 +17,7 @@ import { parseSoakArgs, UsageError, USAGE, type SoakOptions } from './args.js';
 import { check } from './checker.js';
 import { collect } from './collect.js';
 import { drain } from './drain.js';
-import { countByKind, FAULT_KINDS, planFaults } from './fault-plan.js';
+import { countByKind, faultKindsFor, planFaults } from './fault-plan.js';
 import { splitLatency } from './latency.js';
 import { mulberry32 } from './prng.js';
 import { buildReport, reportLines } from './report.js';
@@ -58,11 +59,15 @@ async function soak(options: SoakOptions): Promise<number> {
     ...options.faults,
     endMs: durationMs - 2_000,
   });
+  const kinds = faultKindsFor(options.redis);
   say(
-    `soak: seed ${options.seed}: ${plan.length} sends planned over ${options.minutes} min, ${faultPlan.length} faults (${JSON.stringify(countByKind(faultPlan))})`,
+    `soak: seed ${options.seed}: ${plan.length} sends planned over ${options.minutes} min, ${faultPlan.length} faults (${JSON.stringify(countByKind(faultPlan, kinds))})`,
   );
   const work = mkdtempSync(join(tmpdir(), 'aw-soak-'));
-  const logs = resolve(dirname(options.report), `soak-${options.seed}-${options.store}-logs`);
+  const logs = resolve(
+    dirname(options.report),
+    `soak-${options.seed}-${options.store}${options.redis === 'cluster' ? '-cluster' : ''}-logs`,
+  );
   // The logs of this run only: an earlier run of the same seed and store leaves its own behind.
   rmSync(logs, { recursive: true, force: true });
   let system: System | undefined;
@@ -128,16 +133,15 @@ async function soak(options: SoakOptions): Promise<number> {
           ? { active: true, destination: 'amqp', config: 'FORWARD_CONFIG' }
           : { active: false, why: 'this build does not read FORWARD_CONFIG: FORWARD_URLS used' },
         settings: {
+          redis: options.redis,
           time_scale: options.timeScale,
           retry_window_s: Math.round(windowMs / 1000),
           rate_per_s: options.rate,
           drain_bound_s: options.drainSeconds,
           overrides: system.overrides,
         },
-        planned_faults_by_kind: countByKind(faultPlan),
-        faults_not_injected_by_request: FAULT_KINDS.filter(
-          (k) => !options.faults.kinds.includes(k),
-        ),
+        planned_faults_by_kind: countByKind(faultPlan, kinds),
+        faults_not_injected_by_request: kinds.filter((k) => !options.faults.kinds.includes(k)),
         faults_skipped: faults.skipped,
         fault_errors: faults.errors,
         http_requests_by_mode: system.http.requests,

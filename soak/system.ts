@@ -11,17 +11,18 @@ import { startFaultCdn, type FaultCdn } from './fault-cdn.js';
 import { startHttpDestination, type HttpDestination } from './http-destination.js';
 import { startNatsBroker, type NatsBroker } from './nats-broker.js';
 import { startRabbitDestination, type RabbitDestination } from './rabbit-destination.js';
+import { startRedisCluster, type RedisCluster } from './redis-cluster.js';
 import { startRedisServer, type RedisServer } from './redis-server.js';
 import { copyService } from './service-copy.js';
 import { serviceProcess, type ServiceProcess } from './service-process.js';
 import { startStore, type SoakStore } from './soak-store.js';
 
 /**
- * The whole system, as production runs it, on this machine: a Redis of its own (append-only),
- * the receiver as a cluster of WEB_CONCURRENCY=2 processes, two worker processes (two pods: one
- * AUDIO_DIR, or one bucket), forwarding to an HTTP endpoint, a JetStream stream and a RabbitMQ
- * queue, the archive on; the provider's sandbox (with a Redis of its own, never faulted) sending.
- * Everything is started here and stopped by `shutdown`, in reverse, whatever failed.
+ * The whole system, as production runs it, on this machine: a Redis of its own (append-only; or
+ * a Cluster of three primaries with a replica each, `--redis cluster`), the receiver as a cluster
+ * of WEB_CONCURRENCY=2 processes, two worker processes (two pods: one AUDIO_DIR, or one bucket),
+ * forwarding to an HTTP endpoint, a JetStream stream and a RabbitMQ queue, the archive on; the
+ * provider's sandbox (with a Redis of its own, never faulted) sending. Everything is started here and stopped by `shutdown`, in reverse, whatever failed.
  */
 export interface Restarts {
   receiver_processes_replaced: number;
@@ -32,8 +33,13 @@ export interface Restarts {
   readonly unplanned: string[];
 }
 
+/** The service's Redis: one server (the default), or a Cluster (`--redis cluster`). */
+export type ServiceRedis =
+  | { readonly kind: 'single'; readonly server: RedisServer }
+  | { readonly kind: 'cluster'; readonly cluster: RedisCluster };
+
 export interface System {
-  readonly serviceRedis: RedisServer;
+  readonly serviceRedis: ServiceRedis;
   readonly sandbox: SandboxProcess;
   readonly cdn: FaultCdn;
   readonly http: HttpDestination;
@@ -71,6 +77,34 @@ function overridesFor(options: SoakOptions): Record<string, string> {
     FORWARD_BACKOFF_MS: '1000',
     FORWARD_PROBE_SECONDS: String(options.probeSeconds),
     SHUTDOWN_TIMEOUT_MS: '10000',
+    // On a Cluster: the queue over two shards per primary, and no 2xx before the delivery is on
+    // the replica that takes over when its primary dies (the promise the Cluster soak checks).
+    ...(options.redis === 'cluster'
+      ? { QUEUE_PREFIX: `{${CLUSTER_PREFIX_TAG}}`, QUEUE_SHARDS: '6', REDIS_WAIT_REPLICAS: '1' }
+      : {}),
+  };
+}
+
+const CLUSTER_PREFIX_TAG = 'audio-webhooks';
+
+/** The service's Redis, started, and what tells the service where it is. */
+async function startServiceRedis(
+  options: SoakOptions,
+  dir: string,
+): Promise<{ redis: ServiceRedis; env: Record<string, string>; close: () => Promise<void> }> {
+  if (options.redis === 'cluster') {
+    const cluster = await startRedisCluster(dir, options.fsync);
+    return {
+      redis: { kind: 'cluster', cluster },
+      env: { REDIS_CLUSTER_NODES: cluster.seeds },
+      close: () => cluster.kill(),
+    };
+  }
+  const server = await startRedisServer(dir, options.fsync);
+  return {
+    redis: { kind: 'single', server },
+    env: { REDIS_URL: server.url },
+    close: () => server.kill(),
   };
 }
 
@@ -90,8 +124,10 @@ export async function startSystem(
   };
   try {
     mkdirSync(dirs.logs, { recursive: true });
-    const serviceRedis = await startRedisServer(mkdir(dirs.work, 'redis'), options.fsync);
-    closers.push({ name: 'redis', close: () => serviceRedis.kill() });
+    say(`soak: starting the service's Redis (${options.redis})`);
+    const started = await startServiceRedis(options, mkdir(dirs.work, 'redis'));
+    const serviceRedis = started.redis;
+    closers.push({ name: 'redis', close: started.close });
     const sandboxRedis = await startRedisServer(mkdir(dirs.work, 'sandbox-redis'), 'none');
     closers.push({ name: 'sandbox redis', close: () => sandboxRedis.kill() });
     say(`soak: starting the ${options.store} store`);
@@ -126,7 +162,7 @@ export async function startSystem(
     const overrides = overridesFor(options);
     const env: Record<string, string> = {
       WEBHOOK_SECRETS: SECRETS,
-      REDIS_URL: serviceRedis.url,
+      ...started.env,
       HOST: '127.0.0.1',
       PORT: String(port),
       CDN_URL: `${cdn.origin},${sandbox.info.cdn}`,

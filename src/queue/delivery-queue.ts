@@ -8,8 +8,9 @@ import {
   type Telemetry,
 } from 'bullmq';
 import type { Job } from 'bullmq';
+import { Cluster } from 'ioredis';
 import type { DeliveryJobData } from './delivery-job-data.js';
-import { execThenWait, openMulti } from '../redis/replica-wait.js';
+import { execThenWait, NilExecError, openMulti } from '../redis/replica-wait.js';
 import { DELIVERY_QUEUE, deliveryKeys, type DeliveryKeys } from './delivery-keys.js';
 
 /** One queue for every event: the dispatcher picks the handler by job name (= event name). */
@@ -117,8 +118,10 @@ export class DeliveryQueue extends Queue<DeliveryJobData> {
       if (parts.length === 0) return;
       const { replies, acknowledged } =
         wait === undefined
-          ? { replies: (await transaction.exec()) ?? [], acknowledged: undefined }
-          : await execThenWait(transaction, wait.replicas, wait.timeoutMs);
+          ? { replies: nilRefused(await transaction.exec()), acknowledged: undefined }
+          : await execThenWait(transaction, wait.replicas, wait.timeoutMs, () =>
+              refreshedSlots(client),
+            );
       for (const { add, from, to } of parts) {
         const own = replies.slice(from, to);
         const failed = own.find(([error]) => error !== null)?.[0];
@@ -183,6 +186,23 @@ function shardQueue(options: DeliveryQueueOptions, prefix: string): DeliveryQueu
       // Retention is the worker's setting too, not packed into every job.
     },
   });
+}
+
+/** Resolves once a Cluster has read its slot map again (at once for one server). */
+function refreshedSlots(client: unknown): Promise<void> {
+  if (!(client instanceof Cluster)) return Promise.resolve();
+  return new Promise((resolve) => {
+    // A refresh that fails leaves the map as it was: the next redirection asks again.
+    client.refreshSlotsCache(() => {
+      resolve();
+    });
+  });
+}
+
+/** A transaction's replies; nil (nothing applied) refused, never read as no replies. */
+function nilRefused<T>(replies: T[] | null): T[] {
+  if (replies === null) throw new NilExecError();
+  return replies;
 }
 
 /** ioredis's transaction, which counts its queued commands (BullMQ's type does not say so). */

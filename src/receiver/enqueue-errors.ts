@@ -14,8 +14,16 @@ export class UnqueueableDeliveryError extends Error {
 /** What ioredis says when a command could not be sent or answered in time. */
 const REDIS_TROUBLE =
   /Command timed out|Connection is closed|Stream isn't writeable|enableOfflineQueue|Reached the max retries/i;
-/** Error replies of a Redis that is there but cannot take the write (OOM, READONLY, LOADING…). */
-const REDIS_ERROR_NAMES = new Set(['ReplyError', 'MaxRetriesPerRequestError', 'AbortError']);
+/**
+ * Error replies of a Redis that is there but cannot take the write (OOM, READONLY, LOADING…),
+ * and a transaction it applied none of (an EXEC that answered nil: redis/replica-wait.ts).
+ */
+const REDIS_ERROR_NAMES = new Set([
+  'ReplyError',
+  'MaxRetriesPerRequestError',
+  'AbortError',
+  'NilExecError',
+]);
 
 /**
  * Sorts a failed store by its kind of trouble, at the boundary where the cause is known: Redis

@@ -21,6 +21,17 @@ export function openMulti(client: { pipeline(): IRedisTransaction }): IRedisTran
 type Reply = [Error | null, unknown];
 
 /**
+ * EXEC answered nil, not an array: Redis applied none of the transaction. Its adds are
+ * refused (the sender retries), never read as answers: no reply is not "deduplicated".
+ */
+export class NilExecError extends Error {
+  override name = 'NilExecError';
+  constructor() {
+    super('Redis applied none of the transaction: EXEC answered nil');
+  }
+}
+
+/**
  * Redis WAIT, right after the MULTI's EXEC in the same pipeline: WAIT answers how many replicas
  * acknowledged every write its connection sent before it, so it covers every delivery in the
  * MULTI and is sent to the very server, over the very connection, that applied them (a WAIT
@@ -32,6 +43,13 @@ export async function execThenWait(
   transaction: IRedisTransaction,
   replicas: number,
   timeoutMs: number,
+  /**
+   * Awaited when a queued command was redirected (MOVED, ASK: the slot has another node now).
+   * On a Cluster, ioredis follows a redirection, and refreshes its slot map, only for a pipeline
+   * it may send again whole, and WAIT's reply rules this one out: without a refresh here, every
+   * later store of that slot would go to the same wrong node.
+   */
+  onRedirected?: () => Promise<void>,
 ): Promise<{ replies: Reply[]; acknowledged: number }> {
   const pipeline = transaction as unknown as OpenMulti;
   // With MULTI open, ioredis's exec queues EXEC instead of sending.
@@ -40,9 +58,12 @@ export async function execThenWait(
   const results = ((await pipeline.exec()) ?? []) as Reply[];
   const [execError, inner] = results.at(-2) ?? [new Error('no EXEC reply'), undefined];
   const [waitError, acknowledged] = results.at(-1) ?? [null, 0];
+  if (results.some(([error]) => error !== null && /^(MOVED|ASK) /.test(error.message)))
+    await onRedirected?.();
   if (execError !== null) throw execError;
   if (waitError !== null) throw waitError;
-  const replies = (Array.isArray(inner) ? inner : []).map((value: unknown): Reply =>
+  if (!Array.isArray(inner)) throw new NilExecError();
+  const replies = inner.map((value: unknown): Reply =>
     value instanceof Error ? [value, null] : [null, value],
   );
   return { replies, acknowledged: Number(acknowledged) };

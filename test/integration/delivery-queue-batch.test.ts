@@ -95,3 +95,30 @@ it('a MULTI Redis refuses as a whole rejects every add of it, and applies none',
   }
   expect(await redis.exists('refused-whole-1', 'refused-whole-2')).toBe(0);
 });
+
+// The Cluster soak (docs/reliability.md, "Soak on a Redis Cluster") saw two deliveries answered
+// 200 duplicate, and never stored, by a receiver whose MULTI's EXEC answered no array: the
+// adds were read as BullMQ deduplicating to a job whose id was `undefined`. An EXEC that
+// answers nil applied nothing, as a WATCHed key touched makes it here.
+it.each([
+  ['without WAIT', undefined],
+  ['with WAIT', { replicas: 1, timeoutMs: 50 }],
+])(
+  'an EXEC that answers nil (nothing applied) rejects every add of it, %s; none reads as a duplicate',
+  async (_name, wait) => {
+    const other = new Redis(server.url);
+    const saved = queue.replicaWait;
+    queue.replicaWait = wait;
+    try {
+      await redis.watch('watched');
+      await other.set('watched', 'touched');
+      const results = await Promise.allSettled([add('nil-exec-1'), add('nil-exec-2')]);
+      expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+      expect(String((results[0] as PromiseRejectedResult).reason)).toMatch(/applied none/);
+    } finally {
+      queue.replicaWait = saved;
+      other.disconnect();
+    }
+    expect(await redis.exists('nil-exec-1', 'batch:deliveries:nil-exec-1')).toBe(0);
+  },
+);

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Cluster } from 'ioredis';
-import { DELIVERY_QUEUE } from '../../src/queue/delivery-queue';
+import { createDeliveryQueues, DELIVERY_QUEUE } from '../../src/queue/delivery-queue';
+import { createWebRedis } from '../../src/redis/connections';
+import { createDeliveryStore } from '../../src/receiver/enqueue-delivery';
 import { withDeadline } from '../../src/util/deadline';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { postSigned } from '../helpers/forward-test-bed';
@@ -299,3 +301,65 @@ it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx
     probe.disconnect();
   }
 }, 470_000);
+
+// The Cluster soak (docs/reliability.md, "Soak on a Redis Cluster"): after a failover, one
+// receiver process answered 503 to the deliveries of the moved slots for minutes. With
+// REDIS_WAIT_REPLICAS its store is one pipeline, MULTI … EXEC then WAIT; at the node that no
+// longer holds the slot each queued command is MOVED and EXEC aborts, and ioredis follows a
+// MOVED (and refreshes its slot map) only for a pipeline whose other replies allow a resend,
+// which WAIT's does not. A manual failover makes the slot map stale with nothing else to
+// refresh it.
+it('after a failover, a receiver with REDIS_WAIT_REPLICAS stores the moved slot’s deliveries again at the sender’s next try', async () => {
+  const prefix = `{aw-${randomUUID().slice(0, 8)}}`;
+  const slot = Number(await ask(cluster.nodes[0]!.port, 'CLUSTER', 'KEYSLOT', prefix));
+  const owner = ownerOf(await clusterNodes(cluster.nodes[0]!.port), slot);
+  const config = {
+    redisUrl: 'redis://127.0.0.1:6379',
+    redisSentinels: [],
+    redisSentinelName: 'mymaster',
+    redisClusterNodes: cluster.nodes.map((node) => ({ host: '127.0.0.1', port: node.port })),
+    redisWaitReplicas: 1,
+    redisWaitTimeoutMs: 2_000,
+    dedupeTtlSeconds: 3_600,
+  };
+  const redis = createWebRedis(config);
+  redis.on('error', () => undefined);
+  const queues = createDeliveryQueues({ connection: redis, prefix, wait: config });
+  try {
+    await queues[0].waitUntilReady();
+    const store = createDeliveryStore(queues, redis, config);
+    const send = (id: string) => {
+      const delivery = { event: 'audio.failed', data: { id } };
+      return store(delivery, JSON.stringify(delivery));
+    };
+    expect((await send('before-failover')).duplicate).toBe(false);
+    const replica = (await clusterNodes(owner!.port)).find((node) => node.primaryId === owner?.id);
+    await ask(replica!.port, 'CLUSTER', 'FAILOVER');
+    await waitFor(
+      `the replica on ${String(replica?.port)} serves slot ${String(slot)}, its old primary replicates it`,
+      async () => {
+        const roles = await Promise.all(
+          [replica!.port, owner!.port].map((port) => ask(port, 'INFO', 'replication')),
+        );
+        return infoField(roles[0], 'role') === 'master' &&
+          infoField(roles[1], 'role') === 'slave' &&
+          infoField(roles[1], 'master_link_status') === 'up'
+          ? true
+          : undefined;
+      },
+    );
+    // As the provider does: the same delivery again, a few times, until it is answered 2xx.
+    const answers: string[] = [];
+    for (let attempt = 0; attempt < 3 && !answers.includes('stored'); attempt++)
+      answers.push(
+        await send('after-failover').then(
+          (result) => (result.duplicate ? 'duplicate' : 'stored'),
+          (error: unknown) => String(error),
+        ),
+      );
+    expect(answers.at(-1)).toBe('stored');
+  } finally {
+    await Promise.all(queues.map((queue) => queue.close()));
+    redis.disconnect();
+  }
+}, 60_000);

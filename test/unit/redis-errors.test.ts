@@ -5,6 +5,7 @@ import {
   EnqueueUnavailableError,
   UnqueueableDeliveryError,
 } from '../../src/receiver/enqueue-errors';
+import { NilExecError } from '../../src/redis/replica-wait';
 import { connectionLog, isConnectionError } from '../../src/redis/watch-redis';
 
 describe('classifyEnqueueError', () => {
@@ -22,6 +23,7 @@ describe('classifyEnqueueError', () => {
     new Error("Stream isn't writeable and enableOfflineQueue options is false"),
     new Error('Connection is closed.'),
     Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' }),
+    new NilExecError(),
   ])('Redis trouble is temporary: %s', (error) => {
     expect(classifyEnqueueError(error)).toBeInstanceOf(EnqueueUnavailableError);
   });

@@ -1,7 +1,7 @@
 import { compileFilter } from '../../src/config/message-filter';
 import { parseSoakArgs, seedOf } from '../../soak/args';
 import { AMQP_FILTER, wantsOf } from '../../soak/destinations-config';
-import { countByKind, FAULT_KINDS, planFaults } from '../../soak/fault-plan';
+import { countByKind, FAULT_KINDS, planFaults, type FaultKind } from '../../soak/fault-plan';
 import { createIdSource } from '../../soak/ids';
 import { percentile, splitLatency } from '../../soak/latency';
 import { padToBytes } from '../../soak/padding';
@@ -126,4 +126,27 @@ it('a seed is a number, or the hash of any text', () => {
   expect(seedOf('39')).toBe(39);
   expect(seedOf('hello')).toBe(seedOf('hello'));
   expect(seedOf('hello')).not.toBe(seedOf('hellp'));
+});
+
+it('--redis cluster deals the primaries’ faults in place of the one server’s; the default plan is as before', () => {
+  const single = parseSoakArgs(['--minutes', '30', '--seed', '62'], () => 0);
+  const cluster = parseSoakArgs(['--minutes', '30', '--seed', '62', '--redis', 'cluster'], () => 0);
+  expect([single.redis, cluster.redis]).toEqual(['single', 'cluster']);
+  expect(single.faults.kinds).toEqual(FAULT_KINDS);
+  const plan = (kinds: readonly FaultKind[]) =>
+    planFaults(mulberry32(62), { ...LONG, kinds }).map((f) => [f.kind, f.atMs, f.target]);
+  const swapped = plan(cluster.faults.kinds).map(([kind, ...rest]) => [
+    kind === 'kill_primary' ? 'kill_redis' : kind === 'pause_primary' ? 'pause_redis' : kind,
+    ...rest,
+  ]);
+  // Same seed, same schedule: only the Redis faults' kinds (and durations) differ, and so
+  // perhaps whether the last fault still fits before the end.
+  const before = plan(single.faults.kinds);
+  const common = Math.min(before.length, swapped.length);
+  expect(common).toBeGreaterThan(100);
+  expect(swapped.slice(0, common)).toEqual(before.slice(0, common));
+  const kinds = new Set(plan(cluster.faults.kinds).map(([kind]) => kind));
+  expect(kinds.has('kill_primary') && kinds.has('pause_primary')).toBe(true);
+  expect(kinds.has('kill_redis') || kinds.has('pause_redis')).toBe(false);
+  expect(() => parseSoakArgs(['--redis', 'sentinel'], () => 0)).toThrow(/--redis must be/);
 });
