@@ -4,7 +4,9 @@
  */
 import { ratio } from './lib.js';
 import { NAMES, RECEIVER_NICE, ROUNDS, type Figures, type Ingestion } from './ingestion-section.js';
-import { exact, type Section, type Target } from './section.js';
+import { exact, pairedRatio, pairedText, type Section, type Target } from './section.js';
+
+const same = (value: number) => value;
 
 export function ingestionSections(ingest: Ingestion): Section<unknown>[] {
   const row = (name: string, r: Figures) =>
@@ -12,16 +14,22 @@ export function ingestionSections(ingest: Ingestion): Section<unknown>[] {
   const rateRow = (name: string, r: Figures) =>
     `| ${name} | ${r.acceptedPerSecond} | ${r.p50Ms} | ${r.p99Ms} | ${r.p999Ms} | ${r.failed} | ${r.rounds.join(', ')} |`;
   const { a, b, c, openLoop: open, cluster } = ingest;
+  // Each round's own ratio, the kinds of a round seconds apart, and their median: a machine that
+  // slows over the section moves both sides of each.
+  const toEmpty = pairedRatio(a.rounds, b.rounds, same);
+  const toNaive = pairedRatio(a.rounds, c.rounds, same);
+  const p99 = pairedRatio(open.a.p99Rounds, open.c.p99Rounds, same);
+  const p999 = pairedRatio(open.a.rounds, open.c.rounds, same);
   const perCore: Target[] = [
     [
-      'per core: receiver ≥ 0.9 × the empty Express route (deliveries per CPU second of the serving process)',
-      a.perCpuSecond >= 0.9 * b.perCpuSecond,
-      `${exact(a.perCpuSecond, b.perCpuSecond)} (${a.perCpuSecond} / ${b.perCpuSecond})`,
+      "per core: receiver ≥ 0.9 × the empty Express route (deliveries per CPU second of the serving process; the median of the rounds' own ratios)",
+      toEmpty.median >= 0.9,
+      `${pairedText(toEmpty)} (medians ${a.perCpuSecond} / ${b.perCpuSecond})`,
     ],
     [
-      'per core: receiver ≥ 1.0 × naive (deliveries per CPU second of the serving process)',
-      a.perCpuSecond >= c.perCpuSecond,
-      `${exact(a.perCpuSecond, c.perCpuSecond)} (${a.perCpuSecond} / ${c.perCpuSecond})`,
+      "per core: receiver ≥ 1.0 × naive (deliveries per CPU second of the serving process; the median of the rounds' own ratios)",
+      toNaive.median >= 1,
+      `${pairedText(toNaive)} (medians ${a.perCpuSecond} / ${c.perCpuSecond})`,
     ],
     [
       '0 lost of those answered 2xx',
@@ -31,9 +39,9 @@ export function ingestionSections(ingest: Ingestion): Section<unknown>[] {
   ];
   const latency: Target[] = [
     [
-      `at ${open.rate}/s for ${open.seconds} s: receiver's p99 and p99.9 each ≤ the naive receiver's`,
-      open.a.p99Ms <= open.c.p99Ms && open.a.p999Ms <= open.c.p999Ms && open.a.failed === 0,
-      `p99 ${open.a.p99Ms} / ${open.c.p99Ms} ms, p99.9 ${open.a.p999Ms} / ${open.c.p999Ms} ms (p50 ${open.a.p50Ms} / ${open.c.p50Ms} ms), ${open.a.failed} failed`,
+      `at ${open.rate}/s for ${open.seconds} s: receiver's p99 and p99.9 each ≤ the naive receiver's (the median of the rounds' own ratios)`,
+      p99.median <= 1 && p999.median <= 1 && open.a.failed === 0,
+      `p99 ${pairedText(p99)}, p99.9 ${pairedText(p999)} (medians p99 ${open.a.p99Ms} / ${open.c.p99Ms} ms, p99.9 ${open.a.p999Ms} / ${open.c.p999Ms} ms, p50 ${open.a.p50Ms} / ${open.c.p50Ms} ms), ${open.a.failed} failed`,
     ],
   ];
   const allCores: Target[] = [

@@ -68,6 +68,8 @@ export interface Figures {
   readonly failed: number;
   /** Each round's figure the target compares (per CPU second, or p99.9), in the order run. */
   readonly rounds: readonly number[];
+  /** Each round's p99, in the order run (the latency target pairs them round by round). */
+  readonly p99Rounds: readonly number[];
 }
 
 /**
@@ -109,6 +111,7 @@ function figuresOf(rounds: readonly LoadResult[], target: (round: Measured) => n
     p999Ms: m.p999Ms ?? NaN,
     failed: rounds.reduce((sum, r) => sum + r.non2xx + r.errors + r.timeouts, 0),
     rounds: (rounds as readonly Measured[]).map(target),
+    p99Rounds: rounds.map((round) => round.p99Ms),
   };
 }
 
