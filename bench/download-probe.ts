@@ -7,13 +7,19 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { Agent } from 'undici';
 import { createGuardedAgent } from '../src/download/guarded-agent.js';
 import { Meter } from '../src/download/meter.js';
 import { openDownload } from '../src/download/open-download.js';
 import { createLocalAudioStore } from '../src/storage/local/local-audio-store.js';
-import { createS3AudioStore, type S3Settings } from '../src/storage/s3/s3-audio-store.js';
+import {
+  createS3AudioStore,
+  createS3Client,
+  type S3Settings,
+} from '../src/storage/s3/s3-audio-store.js';
 
 interface ProbeRequest {
   readonly urls: string[];
@@ -24,7 +30,8 @@ interface ProbeRequest {
   readonly sampleRss: boolean;
   /**
    * `worker`: the worker's own code. `plain`: the same work done plainly, the baseline: a plain
-   * undici stream through a SHA-256 into a file, fsynced. `bare`: plain undici discarding the
+   * undici stream through a SHA-256 into a file, fsynced (into S3: one streamed PutObject of the
+   * same SDK client settings, its length the download's). `bare`: plain undici discarding the
    * body, the ceiling Node itself sets.
    */
   readonly mode: 'worker' | 'plain' | 'bare';
@@ -41,6 +48,7 @@ async function probe(request: ProbeRequest) {
     bodyIdleTimeoutMs: 30_000,
   });
   const plainAgent = new Agent({ connect: { ca: request.ca } });
+  const plainS3 = request.s3 === undefined ? undefined : createS3Client(request.s3);
   const store =
     request.s3 === undefined
       ? await createLocalAudioStore(request.dir)
@@ -49,6 +57,8 @@ async function probe(request: ProbeRequest) {
   // done that long before a large file comes, so the growth measured is the file's alone.
   const warm = `${randomUUID()}-warm.bin`;
   if (request.mode === 'worker') await store.write(warm, [Buffer.alloc(1024)], { id: warm });
+  const at = { Bucket: request.s3?.s3Bucket, Key: `${request.s3?.s3Prefix ?? ''}${warm}` };
+  if (request.mode === 'plain') await plainS3?.send(new PutObjectCommand({ ...at, Body: 'warm' }));
   global.gc?.();
   const rssBefore = process.memoryUsage.rss();
   let rssPeak = rssBefore;
@@ -66,18 +76,29 @@ async function probe(request: ProbeRequest) {
         continue;
       }
       const hash = createHash('sha256');
-      await pipeline(
-        sampled(res.body),
-        async function* (chunks) {
-          for await (const chunk of chunks as AsyncIterable<Buffer>) {
-            hash.update(chunk);
-            bytes += chunk.length;
-            yield chunk;
-          }
-        },
-        // `flush`: fsync before the file is closed.
-        createWriteStream(join(request.dir, `plain-${i}.bin`), { flush: true }),
-      );
+      const hashed = async function* (chunks: AsyncIterable<Uint8Array>) {
+        for await (const chunk of chunks) {
+          hash.update(chunk);
+          bytes += chunk.length;
+          yield chunk;
+        }
+      };
+      if (plainS3 === undefined)
+        await pipeline(
+          sampled(res.body),
+          hashed,
+          // `flush`: fsync before the file is closed.
+          createWriteStream(join(request.dir, `plain-${i}.bin`), { flush: true }),
+        );
+      else
+        await plainS3.send(
+          new PutObjectCommand({
+            Bucket: request.s3?.s3Bucket,
+            Key: `${request.s3?.s3Prefix ?? ''}plain-${randomUUID()}.bin`,
+            Body: Readable.from(hashed(sampled(res.body))),
+            ContentLength: Number(res.headers['content-length']),
+          }),
+        );
       hash.digest('hex');
       continue;
     }
@@ -103,6 +124,7 @@ async function probe(request: ProbeRequest) {
   const seconds = (performance.now() - started) / 1000;
   await agent.close();
   await plainAgent.close();
+  plainS3?.destroy();
   rmSync(request.dir, { recursive: true, force: true });
   return { bytes, seconds, rssGrowthBytes: rssPeak - rssBefore };
 

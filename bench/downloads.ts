@@ -133,9 +133,9 @@ export async function runDownloads(cdn: LocalCdn, files = 20, fileMb = 50, bigMb
 
 /**
  * Large files into the bucket through the worker's own code (download, SHA-256, multipart
- * upload), and the peak RSS growth of a process doing it for one 200 MB file. The curl and bare
- * undici figures of the same run (runDownloads) are the baselines. Call after runDownloads: the
- * CDN routes are its.
+ * upload), and the peak RSS growth of a process doing it for one 200 MB file. The baseline: the
+ * same files as a plain stream (undici → SHA-256 → one streamed PutObject) to the same gateway;
+ * `curl -T` from disk, the ceiling. Call after runDownloads: the CDN routes are its.
  */
 export async function runS3Downloads(
   cdn: LocalCdn,
@@ -149,15 +149,17 @@ export async function runS3Downloads(
   const rounds = await alternated(
     {
       ours: async () => (await runProbe(cdn, urls, false, 'worker', s3)).seconds,
+      plain: async () => (await runProbe(cdn, urls, false, 'plain', s3)).seconds,
       curl: () => curlPutSeconds(s3, files, fileMb),
     },
     [
-      ['ours', 'curl'],
-      ['curl', 'ours'],
-      ['ours', 'curl'],
+      ['ours', 'plain', 'curl'],
+      ['plain', 'curl', 'ours'],
+      ['curl', 'ours', 'plain'],
     ],
   );
   const ours = median(rounds.ours);
+  const plain = median(rounds.plain);
   const curl = median(rounds.curl);
   const mbps = perSecondOf(files * fileMb);
   const rss = await runProbe(cdn, [`${cdn.origin}/dl/big.mp3`], true, 'worker', s3);
@@ -165,10 +167,13 @@ export async function runS3Downloads(
     files,
     fileMb,
     s3MBps: mbps(ours) ?? 0,
+    /** The baseline: undici → SHA-256 → one streamed PutObject. */
+    plainPutMBps: mbps(plain) ?? 0,
     curlPutMBps: mbps(curl),
     /** MB/s of each round, in the order run; the figures above are their medians. */
     rounds: {
       ours: rounds.ours.map(mbps),
+      plain: rounds.plain.map(mbps),
       curl: rounds.curl.map(mbps),
     },
     rssGrowthMb: round(rss.rssGrowthBytes / MB),

@@ -133,7 +133,15 @@ export async function watchSettledJobs(redisUrl: string, prefix: string, expecte
   return { done, failed: () => failed, close: () => events.close() };
 }
 
-export type NaiveWorker = 'local' | 's3' | 's3-audio-only';
+export type NaiveWorker = 'local' | 'durable' | 's3' | 's3-audio-only';
+
+/** The baseline file (bench/baselines/) of each naive worker. */
+const NAIVE_WORKER_FILE: Record<NaiveWorker, string> = {
+  local: 'naive-worker',
+  durable: 'durable-worker',
+  s3: 'naive-s3-worker',
+  's3-audio-only': 'naive-s3-worker',
+};
 
 /**
  * The service as docker-compose.yml runs it: a receiver process (ROLE=web, one process) on `port`
@@ -147,8 +155,9 @@ export async function spawnWholeService(
   audioDir: string,
   extra: Record<string, string>,
   /**
-   * A naive worker in place of the service's: bench/baselines/naive-worker.ts, or
-   * naive-s3-worker.ts writing both objects (`s3`) or the audio alone (`s3-audio-only`).
+   * A naive worker in place of the service's: bench/baselines/naive-worker.ts, durable-worker.ts
+   * (the local store's durability), or naive-s3-worker.ts writing both objects (`s3`) or the
+   * audio alone (`s3-audio-only`).
    */
   naiveWorker?: NaiveWorker,
 ): Promise<ChildProcess[]> {
@@ -156,7 +165,7 @@ export async function spawnWholeService(
   const started = await Promise.allSettled([
     spawnService({ ...common, ROLE: 'web', WEB_CONCURRENCY: '1', PORT: String(port) }),
     naiveWorker !== undefined
-      ? forkBaseline(naiveWorker === 'local' ? 'naive-worker' : 'naive-s3-worker', {
+      ? forkBaseline(NAIVE_WORKER_FILE[naiveWorker], {
           ...common,
           AUDIO_DIR: audioDir,
           NAIVE_S3_OBJECTS: naiveWorker === 's3-audio-only' ? '1' : '2',

@@ -27,6 +27,7 @@ import { startPrivateRedis } from '../harness/private-redis.js';
 import type { EndToEndOptions, EndToEndResult } from './end-to-end.js';
 import { freshRedis } from './lib.js';
 import { orders, pairDownloads, summary } from './pair-downloads.js';
+import { pinGateway } from './s3-gateway.js';
 import { countObjects } from './stores.js';
 
 export interface Args {
@@ -102,6 +103,8 @@ async function pairS3(
   const gateway = await startCephGateway({ memstoreBytes: 16 * 1024 ** 3 });
   const client = gateway.client();
   const s3Env = { ...gateway.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
+  // As the stores section runs them: the gateway on a CPU of its own in every run.
+  const pinned = await pinGateway();
   try {
     type Run = (options: EndToEndOptions) => Promise<EndToEndResult>;
     // Each tree's own runEndToEnd, which spawns that tree's service (its dist/main.js).
@@ -201,6 +204,7 @@ async function pairS3(
       ].join('\n  ');
     });
   } finally {
+    await pinned.restore();
     client.destroy();
     await gateway.stop();
   }

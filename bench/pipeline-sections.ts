@@ -106,8 +106,9 @@ export async function runForwardingSection(
   redisUrl: string,
   cdn: LocalCdn,
   workerConcurrency: number,
+  fresh: () => Promise<void>,
 ): Promise<Section<unknown>> {
-  const f = await runForwarding(redisUrl, cdn, workerConcurrency);
+  const f = await runForwarding(redisUrl, cdn, workerConcurrency, fresh);
   return {
     title: 'Forwarding',
     figures: f,

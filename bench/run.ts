@@ -7,7 +7,7 @@
  *
  * `npm run bench -- --<section>` runs one section alone and prints it with its targets, but
  * writes no bench/results.json: --ingestion, --downloads, --stores, --archive, --forwarding,
- * --capacity, --inspector.
+ * --capacity, --shards, --inspector.
  */
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -18,8 +18,10 @@ import { startPrivateRedis, type PrivateRedis } from '../harness/private-redis.j
 import { runArchiveSection } from './archive-cost.js';
 import { runDownloads } from './downloads.js';
 import { inspectorTargets, runInspector } from './inspector.js';
-import { ingestionSections, runIngestion } from './ingestion-section.js';
+import { ingestionSections } from './ingestion-report.js';
+import { runIngestion } from './ingestion-section.js';
 import { runReplicaWait } from './replica-wait.js';
+import { runShardsSection } from './shards.js';
 import { freshRedis } from './lib.js';
 import {
   runCapacitySection,
@@ -86,10 +88,11 @@ const ALONE: Record<string, (bench: Bench) => Promise<Section<unknown>[]>> = {
   '--downloads': async ({ cdn }) => [downloadsSection(await runDownloads(cdn))],
   '--stores': (bench) => downloadsAndStores(bench, DEFAULT_CONCURRENCY),
   '--archive': async ({ redisServer }) => [await runArchiveSection(redisServer.url)],
-  '--forwarding': async ({ redisServer, cdn }) => [
-    await runForwardingSection(redisServer.url, cdn, DEFAULT_CONCURRENCY),
+  '--forwarding': async ({ redisServer, redis, cdn }) => [
+    await runForwardingSection(redisServer.url, cdn, DEFAULT_CONCURRENCY, () => freshRedis(redis)),
   ],
   '--capacity': async ({ redisServer, cdn }) => [await runCapacitySection(redisServer.url, cdn)],
+  '--shards': async ({ cdn }) => [await runShardsSection(cdn.origin)],
   '--inspector': async () => [await runInspectorSection()],
 };
 
@@ -107,8 +110,11 @@ async function everySection(bench: Bench): Promise<Section<unknown>[]> {
   sections.push(await runProviderClientSection(redisServer.url));
   sections.push(await runReplicaWait(redisServer));
   sections.push(await runArchiveSection(redisServer.url));
-  sections.push(await runForwardingSection(redisServer.url, cdn, endToEnd.best));
+  sections.push(
+    await runForwardingSection(redisServer.url, cdn, endToEnd.best, () => freshRedis(redis)),
+  );
   sections.push(await runCapacitySection(redisServer.url, cdn));
+  sections.push(await runShardsSection(cdn.origin));
   sections.push(await runInspectorSection());
   return sections;
 }

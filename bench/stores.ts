@@ -12,29 +12,40 @@ import {
   perSecond,
   runEndToEnd,
   sweepConcurrency,
+  type EndToEndOptions,
   type EndToEndResult,
   type StoredCounts,
 } from './end-to-end.js';
-import { alternated, medianBy } from './lib.js';
+import { inRounds, medianRun } from './rounds.js';
+import { gatewayRequests, pinGateway, type Pinned } from './s3-gateway.js';
 import { pairedRatio, rate, type PairedRatio } from './section.js';
+
+/** An S3 run, with the gateway's requests per stored item over it. */
+export type S3Run = EndToEndResult & { readonly gatewayRequestsPerItem: number };
 
 export interface StoresResult {
   readonly workerConcurrency: number;
   /** The S3 runs' WORKER_CONCURRENCY, measured as the local store's is. */
   readonly s3Concurrency: Awaited<ReturnType<typeof sweepConcurrency>>;
+  /** The naive worker, no durability: a ceiling, printed. */
   readonly naive: EndToEndResult;
+  /** The naive worker as durable as the local store: the CPU target's baseline. */
+  readonly durable: EndToEndResult;
+  /** Where the gateway ran (pinned to a core of its own) during the S3 runs. */
+  readonly pinned: string;
   /** The naive S3 worker writing both objects: the S3 target's baseline. */
-  readonly naiveS3: EndToEndResult;
+  readonly naiveS3: S3Run;
   /** The naive S3 worker writing the audio alone: one run, printed for information. */
-  readonly naiveS3AudioOnly: EndToEndResult;
+  readonly naiveS3AudioOnly: S3Run;
   readonly local: EndToEndResult;
-  readonly s3: EndToEndResult;
+  readonly s3: S3Run;
   /** The service's worker with ARCHIVE_RETENTION_HOURS=0: what the archive costs. */
   readonly localNoArchive: EndToEndResult;
-  readonly s3NoArchive: EndToEndResult;
+  readonly s3NoArchive: S3Run;
   /** items/s of each; each store's as a ratio to its naive worker's (1 = as fast). */
   readonly itemsPerSecond: {
     readonly naive: number;
+    readonly durable: number;
     readonly naiveS3: number;
     readonly naiveS3AudioOnly: number;
     readonly local: number;
@@ -46,14 +57,17 @@ export interface StoresResult {
    * The targets' ratios, each the median of the rounds' own (the service's run against its naive
    * worker's run of the same round, minutes apart), so a machine that slows or speeds up over
    * the section moves both sides of each ratio: items/s into the local store and into S3, and
-   * the local store's worker CPU per item, each to its naive worker's.
+   * the worker CPU per item of each store, to the durable naive worker's and the naive S3
+   * worker's.
    */
   readonly localToNaive: PairedRatio;
   readonly s3ToNaiveS3: PairedRatio;
-  readonly localCpuToNaive: PairedRatio;
+  readonly localCpuToDurable: PairedRatio;
+  readonly s3CpuToNaiveS3: PairedRatio;
   /** items/s of each round of the local runs; `naive`, `local` and `localNoArchive` are the medians. */
   readonly localRounds: {
     readonly naive: readonly number[];
+    readonly durable: readonly number[];
     readonly local: readonly number[];
     readonly localNoArchive: readonly number[];
   };
@@ -87,6 +101,7 @@ export async function runStores(
   // files (2.4 GB); memstore takes RAM as it fills.
   const gateway = await startCephGateway({ memstoreBytes: 12 * 1024 ** 3 });
   const client = gateway.client();
+  let pinned: Pinned | undefined;
   try {
     // A bucket per run: RGW's bucket index grows with every object, and a run into a bucket the
     // runs before it filled would pay for theirs (S3 0.35 × naive in one whole run, 0.47 in
@@ -106,23 +121,27 @@ export async function runStores(
     // more than the archive costs.
     const runs = {
       naive: () => runEndToEnd(redisUrl, cdn, { workerConcurrency, naiveWorker: 'local' }),
+      durable: () => runEndToEnd(redisUrl, cdn, { workerConcurrency, naiveWorker: 'durable' }),
       local: () => runEndToEnd(redisUrl, cdn, { workerConcurrency }),
       // The archive is the one guarantee a setting turns off: its price, shown beside.
       localNoArchive: () => runEndToEnd(redisUrl, cdn, { workerConcurrency, env: NO_ARCHIVE }),
     };
     const names = {
       naive: 'the naive worker',
+      durable: 'the durable naive worker',
       local: 'the local store',
       localNoArchive: 'the local store, ARCHIVE_RETENTION_HOURS=0',
     };
     const rounds = await inRounds(runs, names, fresh);
     const naive = medianRun(rounds.naive);
+    const durable = medianRun(rounds.durable);
     const local = medianRun(rounds.local);
     const localNoArchive = medianRun(rounds.localNoArchive);
     // A job into S3 waits on the gateway for most of its time, so more of them at once pay:
     // WORKER_CONCURRENCY for S3 is measured as for the local store, with the service's worker,
     // and both S3 workers run at it.
-    process.stderr.write('stores: WORKER_CONCURRENCY for S3\n');
+    pinned = await pinGateway();
+    process.stderr.write(`stores: ${pinned.description}; WORKER_CONCURRENCY for S3\n`);
     const inBucket = (prefix: string, into: string, env: Record<string, string> = {}) => ({
       env: { ...s3Env, S3_BUCKET: into, S3_PREFIX: prefix, ...env },
       countStored: () => countObjects(client, into, prefix),
@@ -133,23 +152,24 @@ export async function runStores(
     });
     // Three rounds, as the local runs: one run of each moved the S3 ratio between 0.49 and 0.72
     // from one whole run to the next.
+    // At the sweep's WORKER_CONCURRENCY, with the gateway's requests from the first POST until
+    // the last job settled, per stored item.
+    const s3Run = async (options: EndToEndOptions): Promise<S3Run> => {
+      const before = await gatewayRequests(gateway.dir);
+      let requests = NaN;
+      const result = await runEndToEnd(redisUrl, cdn, {
+        ...options,
+        workerConcurrency: s3Concurrency.best,
+        settledWhen: async () => {
+          requests = (await gatewayRequests(gateway.dir)) - before;
+        },
+      });
+      return { ...result, gatewayRequestsPerItem: round2(requests / result.audioFiles) };
+    };
     const s3Runs = {
-      naiveS3: async () =>
-        runEndToEnd(redisUrl, cdn, {
-          workerConcurrency: s3Concurrency.best,
-          naiveWorker: 's3',
-          ...inBucket('naive/', await newBucket()),
-        }),
-      s3: async () =>
-        runEndToEnd(redisUrl, cdn, {
-          workerConcurrency: s3Concurrency.best,
-          ...inBucket('e2e/', await newBucket()),
-        }),
-      s3NoArchive: async () =>
-        runEndToEnd(redisUrl, cdn, {
-          workerConcurrency: s3Concurrency.best,
-          ...inBucket('e2e/', await newBucket(), NO_ARCHIVE),
-        }),
+      naiveS3: async () => s3Run({ naiveWorker: 's3', ...inBucket('naive/', await newBucket()) }),
+      s3: async () => s3Run(inBucket('e2e/', await newBucket())),
+      s3NoArchive: async () => s3Run(inBucket('e2e/', await newBucket(), NO_ARCHIVE)),
     };
     const s3Rounds = await inRounds(
       s3Runs,
@@ -165,8 +185,7 @@ export async function runStores(
     const s3NoArchive = medianRun(s3Rounds.s3NoArchive);
     process.stderr.write('stores: the naive S3 worker writing the audio alone (information)\n');
     await fresh();
-    const naiveS3AudioOnly = await runEndToEnd(redisUrl, cdn, {
-      workerConcurrency: s3Concurrency.best,
+    const naiveS3AudioOnly = await s3Run({
       naiveWorker: 's3-audio-only',
       ...inBucket('naive/', await newBucket()),
     });
@@ -182,6 +201,7 @@ export async function runStores(
     });
     const itemsPerSecond = {
       naive: perSecond(naive),
+      durable: perSecond(durable),
       naiveS3: perSecond(naiveS3),
       naiveS3AudioOnly: perSecond(naiveS3AudioOnly),
       local: perSecond(local),
@@ -193,6 +213,8 @@ export async function runStores(
       workerConcurrency,
       s3Concurrency,
       naive,
+      durable,
+      pinned: pinned.description,
       naiveS3,
       naiveS3AudioOnly,
       local,
@@ -202,9 +224,11 @@ export async function runStores(
       itemsPerSecond,
       localToNaive: pairedRatio(rounds.local, rounds.naive, rate),
       s3ToNaiveS3: pairedRatio(s3Rounds.s3, s3Rounds.naiveS3, rate),
-      localCpuToNaive: pairedRatio(rounds.local, rounds.naive, (run) => run.workerCpuMsPerItem),
+      localCpuToDurable: pairedRatio(rounds.local, rounds.durable, cpuPerItem),
+      s3CpuToNaiveS3: pairedRatio(s3Rounds.s3, s3Rounds.naiveS3, cpuPerItem),
       localRounds: {
         naive: rounds.naive.map(perSecond),
+        durable: rounds.durable.map(perSecond),
         local: rounds.local.map(perSecond),
         localNoArchive: rounds.localNoArchive.map(perSecond),
       },
@@ -216,51 +240,17 @@ export async function runStores(
       s3Downloads,
     };
   } finally {
+    await pinned?.restore();
     client.destroy();
     await gateway.stop();
   }
 }
 
 const NO_ARCHIVE = { ARCHIVE_RETENTION_HOURS: '0' };
-/**
- * Each round's order, as positions in a list of three kinds (the first the baseline): each of the
- * other two follows the baseline once, and the baseline runs last once. In a first run of the
- * local rounds in one order, the service with the archive, always right after the naive worker,
- * looked slower; the whole run that followed, in these orders, measured it slower in the rounds
- * where it did not follow it too.
- */
-const ORDERS = [
-  [0, 1, 2],
-  [0, 2, 1],
-  [1, 2, 0],
-] as const;
+/** A run's worker CPU per stored item, unrounded. */
+const cpuPerItem = (run: EndToEndResult) => run.workerCpuSeconds / run.audioFiles;
 
-/** Three rounds of three kinds of end-to-end run, in ORDERS, each on an emptied Redis. */
-async function inRounds<Kind extends string>(
-  runs: Record<Kind, () => Promise<EndToEndResult>>,
-  names: Record<Kind, string>,
-  fresh: () => Promise<void>,
-): Promise<Record<Kind, EndToEndResult[]>> {
-  const kinds = Object.keys(runs) as Kind[];
-  const done = new Map<Kind, number>();
-  const announced = (kind: Kind) => async () => {
-    done.set(kind, (done.get(kind) ?? 0) + 1);
-    process.stderr.write(`stores: ${names[kind]} (round ${done.get(kind)} of ${ORDERS.length})\n`);
-    await fresh();
-    return runs[kind]();
-  };
-  return alternated(
-    Object.fromEntries(kinds.map((kind) => [kind, announced(kind)])) as typeof runs,
-    ORDERS.map((order) => order.map((position) => kinds[position] as Kind)),
-  );
-}
-
-/** The run of median items/s. */
-function medianRun(runs: readonly EndToEndResult[]): EndToEndResult {
-  const median = medianBy(runs, perSecond);
-  if (median === undefined) throw new Error('no runs');
-  return median;
-}
+const round2 = (n: number) => Math.round(n * 100) / 100;
 
 /**
  * The prefix's top level holds the items' objects; the archive's are under `<prefix>.archive/`,

@@ -43,10 +43,24 @@ export function formatTraceparent({ traceId, spanId, flags }: TraceContext): str
   return `00-${traceId}-${spanId}-${flags}`;
 }
 
+/**
+ * Random bytes drawn a pool at a time: a call to the system's generator per id cost the receiver
+ * more than any other step a delivery adds to an empty route (docs/performance-history.md, the
+ * receiver's profile). Trace and span ids are not secrets; each process draws its own pool.
+ */
+const POOL_BYTES = 4096;
+let pool = Buffer.alloc(0);
+let used = 0;
+
 /** Random hex of `bytes` bytes, never all zero (which W3C reserves for "invalid"). */
 function randomHex(bytes: number): string {
   for (;;) {
-    const hex = randomBytes(bytes).toString('hex');
+    if (used + bytes > pool.length) {
+      pool = randomBytes(POOL_BYTES);
+      used = 0;
+    }
+    const hex = pool.toString('hex', used, used + bytes);
+    used += bytes;
     if (!ZEROS.test(hex)) return hex;
   }
 }
