@@ -8,7 +8,7 @@ import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { afterTest } from '../helpers/after-test';
 import { freePort } from '../../harness/private-redis';
 import { spawnService } from '../helpers/spawn-service';
-import { startStallingProxy } from '../helpers/stalling-proxy';
+import { startStallingProxy } from '../helpers/servers/stalling-proxy';
 import { createTestReceiver, deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
 
 /** POSTs a whole body; resolves with the status, or undefined when no answer came. */

@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { dropConnection } from '../../src/redis/connections';
-import { eventually } from '../../src/util/eventually';
-import { freePort, startPrivateRedis, type PrivateRedis } from '../../harness/private-redis';
+import { dropConnection } from '../../../src/redis/connections';
+import { eventually } from '../../../src/util/eventually';
+import { freePort, startPrivateRedis, type PrivateRedis } from '../../../harness/private-redis';
 
 const run = promisify(execFile);
 

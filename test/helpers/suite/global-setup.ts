@@ -5,7 +5,7 @@ import {
   HOW_TO_PROVIDE_REDIS,
   startPrivateRedis,
   type PrivateRedis,
-} from '../../harness/private-redis';
+} from '../../../harness/private-redis';
 
 declare global {
   var privateRedis: PrivateRedis | undefined;

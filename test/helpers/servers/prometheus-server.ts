@@ -3,8 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { eventually } from '../../src/util/eventually';
-import { freePort } from '../../harness/private-redis';
+import { eventually } from '../../../src/util/eventually';
+import { freePort } from '../../../harness/private-redis';
 
 /** One alert as GET /api/v1/alerts lists it. */
 export interface ActiveAlert {

@@ -16,7 +16,7 @@ import {
   startPrometheus,
   type ActiveAlert,
   type PrometheusServer,
-} from '../helpers/prometheus-server';
+} from '../helpers/servers/prometheus-server';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { signed, TEST_SECRET } from '../helpers/test-receiver';
 

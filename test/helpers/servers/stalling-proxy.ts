@@ -1,6 +1,6 @@
 import { connect, createServer, type Socket } from 'node:net';
-import { freePort } from '../../harness/private-redis';
-import { afterTest } from './after-test';
+import { freePort } from '../../../harness/private-redis';
+import { afterTest } from '../after-test';
 
 export interface StallingProxy {
   /** redis://127.0.0.1:<port>: the proxy, for the process under test. */

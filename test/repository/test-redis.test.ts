@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { provideRedis } from '../helpers/global-setup';
+import { provideRedis } from '../helpers/suite/global-setup';
 import { HOW_TO_PROVIDE_REDIS, startPrivateRedis } from '../../harness/private-redis';
 
 // README, "Development": with neither a reachable REDIS_URL nor redis-server on PATH,

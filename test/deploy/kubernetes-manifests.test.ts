@@ -18,7 +18,7 @@ import { FORWARD_BACKLOG_METRIC } from '../../src/forwarding/forward-metrics';
 
 // The base (deploy/kubernetes) and the pieces that agree with the service: probes, ports, the
 // grace period, the ConfigMap's settings against the service's own parser, the metrics KEDA and
-// the PodMonitor read. test/integration/deploy-overlays.test.ts validates every rendering (this
+// the PodMonitor read. test/deploy/deploy-overlays.test.ts validates every rendering (this
 // base, the overlays, the components combined) against the schemas and checks what they must
 // hold before they are applied.
 

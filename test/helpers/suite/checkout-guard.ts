@@ -3,7 +3,7 @@ import { join } from 'node:path';
 
 /** What the build and the install make; anything else new in the checkout a test left there. */
 const MADE_BY_BUILD = /^(node_modules|dist|dist-bench|coverage)\//;
-const ROOT = join(__dirname, '..', '..');
+const ROOT = join(__dirname, '..', '..', '..');
 
 /** The checkout's untracked and ignored entries, as `git status` lists them (folders folded). */
 export function checkoutLeftovers(): string[] | undefined {

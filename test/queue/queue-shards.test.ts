@@ -13,7 +13,7 @@ import {
   ownerOf,
   startPrivateCluster,
   type PrivateCluster,
-} from '../helpers/private-cluster';
+} from '../helpers/servers/private-cluster';
 import { signed, testConfig } from '../helpers/test-receiver';
 import calculateSlot from 'cluster-key-slot';
 

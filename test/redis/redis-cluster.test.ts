@@ -13,7 +13,7 @@ import { createLocalBlobArea } from '../../src/provider/local-blob-area';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { startWorkers } from '../../src/worker/start-workers';
 import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
-import { startPrivateCluster, type PrivateCluster } from '../helpers/private-cluster';
+import { startPrivateCluster, type PrivateCluster } from '../helpers/servers/private-cluster';
 import type { PrivateRedis } from '../../harness/private-redis';
 import { eventually, startSandboxProcess } from '../../harness/sandbox-process';
 import { signed, TEST_SECRET, testConfig } from '../helpers/test-receiver';

@@ -17,7 +17,7 @@ import {
   startPrivateCluster,
   waitFor,
   type PrivateCluster,
-} from '../helpers/private-cluster';
+} from '../helpers/servers/private-cluster';
 import { freePort } from '../../harness/private-redis';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { TEST_SECRET } from '../helpers/test-receiver';

@@ -8,7 +8,7 @@ import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { synthesizeWav } from '../../src/sandbox/audio/synthesize-wav';
 import { eventually } from '../../src/util/eventually';
 import { audio, type LocalCdn } from '../../harness/local-cdn';
-import { launchChromium, TEST_OUTPUT } from '../helpers/browser';
+import { launchChromium, TEST_OUTPUT } from '../helpers/servers/browser';
 import type { TestPipeline } from '../helpers/test-pipeline';
 import { startInspectorBed, type InspectorBed } from '../helpers/inspector-bed';
 import { createTestReceiver } from '../helpers/test-receiver';

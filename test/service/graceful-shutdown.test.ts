@@ -34,7 +34,7 @@ it('SIGTERM during in-flight requests answers every one of them, then exits 0', 
     PORT: String(port),
     HOST: '127.0.0.1',
     ROLE: 'web',
-    // One process's drain; WEB_CONCURRENCY's is test/integration/web-cluster.test.ts.
+    // One process's drain; WEB_CONCURRENCY's is test/receiver/web-cluster.test.ts.
     WEB_CONCURRENCY: '1',
   });
   await service.receiving();

@@ -11,7 +11,7 @@ import { serve, type RunningServer } from '../../src/http-server/serve';
 import { createLogger } from '../../src/telemetry/logger';
 import { eventually } from '../../src/util/eventually';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { launchChromium, TEST_OUTPUT } from '../helpers/browser';
+import { launchChromium, TEST_OUTPUT } from '../helpers/servers/browser';
 import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 import { freePort } from '../../harness/private-redis';
 import { spawnService } from '../helpers/spawn-service';
