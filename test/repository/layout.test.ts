@@ -167,3 +167,30 @@ it('the core never reaches the provider client or the sandbox', () => {
   for (const folder of core) expect(rank(folder)).toBeLessThan(rank('provider'));
   expect(rank('provider')).toBe(rank('sandbox'));
 });
+
+// test/ is grouped as src/ is: a folder per feature of src/ (test/forwarding/ tests
+// src/forwarding/, its pure and its integration tests side by side), and a few for what src/
+// does not hold.
+const TEST = join(__dirname, '..');
+const TEST_ONLY = ['helpers', 'deploy', 'docs', 'repository', 'service', 'soak'];
+
+/** Each folder under `dir` (itself included), relative to `dir`, with its own files' count. */
+function ownFiles(dir: string, under = ''): [string, number][] {
+  const entries = readdirSync(join(dir, under), { withFileTypes: true });
+  return [
+    [under, entries.filter((entry) => entry.isFile()).length],
+    ...entries
+      .filter((entry) => entry.isDirectory())
+      .flatMap((entry) => ownFiles(dir, join(under, entry.name))),
+  ];
+}
+
+it("test/'s folders are src/'s features and TEST_ONLY's, each at most 16 files of its own", () => {
+  const folders = ownFiles(TEST);
+  const top = new Set(folders.map(([folder]) => folder.split('/')[0] ?? ''));
+  top.delete('');
+  const features = LAYERS.flat().filter((folder) => folder !== '.');
+  expect([...top].filter((folder) => ![...features, ...TEST_ONLY].includes(folder))).toEqual([]);
+  expect(folders.filter(([folder, count]) => folder === '' && count > 0)).toEqual([]);
+  expect(folders.filter(([, count]) => count > 16)).toEqual([]);
+});
