@@ -28,6 +28,7 @@ import {
   startSandboxProcess,
   type SandboxProcess,
 } from '../../harness/sandbox-process';
+import { serviceSettings } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { signed } from '../helpers/test-receiver';
 
@@ -78,13 +79,7 @@ function newApp(settings: Record<string, string> = {}) {
   dirs.push(dir);
   const audioDir = join(dir, 'audio');
   const hookLog = join(dir, 'hooks.ndjson');
-  const cliEnv = {
-    WEBHOOK_SECRETS: SECRET,
-    REDIS_URL,
-    QUEUE_PREFIX: `test-${randomUUID()}`,
-    AUDIO_DIR: audioDir,
-    ...settings,
-  };
+  const cliEnv = serviceSettings({ WEBHOOK_SECRETS: SECRET, AUDIO_DIR: audioDir, ...settings });
   return { audioDir, hookLog, cliEnv };
 }
 

@@ -15,6 +15,7 @@ import { basename, dirname, join, posix, relative } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { freePort } from '../../harness/private-redis';
+import { serviceSettings } from '../helpers/service-settings';
 import { spawnService } from '../helpers/spawn-service';
 
 // The Dockerfile, built without a container engine (none runs here, nor in CI): each stage's
@@ -320,17 +321,17 @@ describe.each(['web', 'worker', 'all'] as const)('ROLE=%s from the image', (role
   it("starts as the image's CMD says, answers /healthz, and the HEALTHCHECK's command passes; stopped, it fails", async () => {
     const port = await freePort();
     const healthPort = await freePort();
-    const env: Record<string, string> = {
+    const env = {
       ...runtime.env,
-      // Loopback here, where the image says every interface: the tests reach only this machine.
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      WORKER_HEALTH_PORT: String(healthPort),
-      AUDIO_DIR: join(runtime.root, runtime.env.AUDIO_DIR ?? '/app/data/audio'),
-      ROLE: role,
-      REDIS_URL: process.env.REDIS_URL ?? '',
-      WEBHOOK_SECRETS: SECRET,
-      QUEUE_PREFIX: `image-${randomUUID()}`,
+      // The test's settings over the image's: loopback where the image says every interface (the
+      // tests reach only this machine).
+      ...serviceSettings({
+        PORT: String(port),
+        WORKER_HEALTH_PORT: String(healthPort),
+        AUDIO_DIR: join(runtime.root, runtime.env.AUDIO_DIR ?? '/app/data/audio'),
+        ROLE: role,
+        WEBHOOK_SECRETS: SECRET,
+      }),
     };
     expect(existsSync(env.AUDIO_DIR ?? '')).toBe(true);
     const [program, ...args] = runtime.cmd ?? [];

@@ -17,6 +17,7 @@ import {
   type ActiveAlert,
   type PrometheusServer,
 } from '../helpers/servers/prometheus-server';
+import { downloadsFrom, serviceSettings } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { signed, TEST_SECRET } from '../helpers/test-receiver';
 
@@ -124,20 +125,15 @@ beforeAll(async () => {
   port = await freePort();
   const internalPort = await freePort();
   healthPort = await freePort();
-  env = {
-    WEBHOOK_SECRETS: TEST_SECRET,
+  env = serviceSettings({
     REDIS_URL: redis.url,
-    QUEUE_PREFIX: `prom-${randomUUID()}`,
-    HOST: '127.0.0.1',
     AUDIO_DIR: mkdtempSync(join(tmpdir(), 'aw-prom-audio-')),
     // What makes every panel's series exist: a download (audio.ready from a local HTTPS CDN) and
     // a forward (to a local HTTP endpoint).
-    CDN_URL: cdn.origin,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
-    DOWNLOAD_CA_FILE: caFile,
+    ...downloadsFrom(cdn.origin, caFile),
     FORWARD_URLS: endpoint.url,
     FORWARD_SECRET: secret,
-  };
+  });
   web = service('web', { PORT: String(port), INTERNAL_PORT: String(internalPort) });
   await web.receiving();
   prometheus = await startPrometheus({

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/config';
 import { resolveDestinations } from '../../src/config/resolve-destinations';
+import { serviceSettings } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 
 const dir = mkdtempSync(join(tmpdir(), 'aw-forward-config-'));
@@ -275,12 +276,9 @@ describe('the real service process refuses to start, with one line', () => {
       'audio-webhooks: invalid configuration: FORWARD_CONFIG unknown key retry (known: destinations)',
     ],
   ])('%s', async (_name, content, line) => {
-    const service = spawnService({
-      WEBHOOK_SECRETS: 'whsec_process_test',
-      FORWARD_SECRET: SECRET,
-      REDIS_URL: process.env.REDIS_URL ?? '',
-      FORWARD_CONFIG: configFile(content),
-    });
+    const service = spawnService(
+      serviceSettings({ FORWARD_SECRET: SECRET, FORWARD_CONFIG: configFile(content) }),
+    );
     running.push(service);
     expect(await service.exited).toBe(1);
     expect(service.stderr()).toBe(`${line}\n`);

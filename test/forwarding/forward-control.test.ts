@@ -49,12 +49,11 @@ function ready(id: string, voice: string): Record<string, unknown> {
 async function cluster(env: Record<string, string>) {
   const port = await freePort();
   const common = {
-    WEBHOOK_SECRETS: TEST_SECRET,
     QUEUE_PREFIX: prefixed(),
     AUDIO_DIR: mkdtempSync(join(tmpdir(), 'aw-audio-')),
     ...env,
   };
-  const web = service({ ...common, ROLE: 'web', PORT: String(port), HOST: '127.0.0.1' });
+  const web = service({ ...common, ROLE: 'web', PORT: String(port) });
   const healthPorts = [await freePort(), await freePort()];
   const workers = healthPorts.map((health) =>
     service({ ...common, ROLE: 'worker', WORKER_HEALTH_PORT: String(health) }),

@@ -20,6 +20,7 @@ import {
 } from '../../harness/forward-destinations';
 import type { Received } from '../../harness/inbox';
 import { audio } from '../../harness/local-cdn';
+import { downloadsFrom } from '../helpers/service-settings';
 import { forwardTestBed, postSigned } from '../helpers/forward-test-bed';
 import { freePort } from '../../harness/private-redis';
 import { deliveredBy, startSandboxProcess } from '../../harness/sandbox-process';
@@ -67,7 +68,6 @@ it('200 deliveries from the sandbox: 200 messages at an HTTP endpoint, a JetStre
   const audioDir = mkdtempSync(join(tmpdir(), 'aw-forward-'));
   const env = {
     ...deliveredBy(sbx, port),
-    WEBHOOK_SECRETS: TEST_SECRET,
     AUDIO_DIR: audioDir,
     QUEUE_PREFIX: prefix,
     ...destinations.env,
@@ -137,12 +137,9 @@ it('a destination down for 10 s (a nats-server stopped, the HTTP endpoint answer
   const { endpoint, stream, rabbit } = destinations;
   const port = await freePort();
   const all = service({
-    WEBHOOK_SECRETS: TEST_SECRET,
     QUEUE_PREFIX: prefixed(),
     PORT: String(port),
-    HOST: '127.0.0.1',
-    CDN_URL: bed.cdn.origin,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    ...downloadsFrom(bed.cdn.origin),
     NODE_EXTRA_CA_CERTS: caFile(),
     ...destinations.env,
     FORWARD_BACKOFF_MS: '200',
@@ -197,11 +194,9 @@ it('a worker SIGKILLed after storing and before forwarding: the message is sent 
   const rabbit = await createRabbitQueue();
   cleanups.push(() => rabbit.close());
   const env = {
-    WEBHOOK_SECRETS: TEST_SECRET,
     QUEUE_PREFIX: prefixed(),
     AUDIO_DIR: mkdtempSync(join(tmpdir(), 'aw-forward-')),
-    CDN_URL: bed.cdn.origin,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    ...downloadsFrom(bed.cdn.origin),
     NODE_EXTRA_CA_CERTS: caFile(),
     FORWARD_URLS: rabbit.url,
     // The dead worker's job is taken over within seconds.
@@ -272,7 +267,6 @@ it('a forward whose worker is killed three times before the destination answers 
       if (requests >= count) resolve();
     });
   const env = {
-    WEBHOOK_SECRETS: TEST_SECRET,
     QUEUE_PREFIX: prefixed(),
     ROLE: 'worker',
     FORWARD_URLS: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}/hook`,
@@ -493,7 +487,7 @@ it.each([
     /FORWARD_SIGNING_KEY must be whsk_/,
   ],
 ])('%s: start refused with one line naming the setting, exit 1', async (_name, env, reason) => {
-  const refused = service({ WEBHOOK_SECRETS: TEST_SECRET, QUEUE_PREFIX: prefixed(), ...env });
+  const refused = service({ QUEUE_PREFIX: prefixed(), ...env });
   expect(await refused.exited).toBe(1);
   const lines = refused.stderr().split('\n').filter(Boolean);
   expect(lines).toHaveLength(1);

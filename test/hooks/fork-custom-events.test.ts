@@ -11,6 +11,7 @@ import {
   startSandboxProcess,
   type SandboxProcess,
 } from '../../harness/sandbox-process';
+import { serviceSettings } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { copyOfRepository } from '../helpers/repository-copy';
 
@@ -59,13 +60,7 @@ function startFork(
   command?: readonly [string, ...string[]],
 ): ServiceProcess {
   const service = spawnService(
-    {
-      WEBHOOK_SECRETS: SECRET,
-      REDIS_URL: process.env.REDIS_URL ?? '',
-      QUEUE_PREFIX: `test-${randomUUID()}`,
-      ...deliveredBy(sbx, port),
-      AUDIO_DIR: audioDir,
-    },
+    serviceSettings({ WEBHOOK_SECRETS: SECRET, ...deliveredBy(sbx, port), AUDIO_DIR: audioDir }),
     command === undefined ? { main: join(dir, 'dist', 'main.js') } : { cwd: dir, command },
   );
   services.push(service);

@@ -12,8 +12,9 @@ import {
 } from '../../harness/forward-destinations';
 import { startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 import { freePort } from '../../harness/private-redis';
+import { downloadsFrom, serviceSettings, webOn } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
-import { deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
+import { deleteKeys, signed } from '../helpers/test-receiver';
 
 /**
  * The timeline is whole whichever process wrote each step: two receivers (ROLE=web) and two
@@ -36,21 +37,13 @@ beforeAll(async () => {
   endpoint = await startHttpEndpoint(secret);
   const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
   writeFileSync(caFile, cdn.ca);
-  const common = {
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: process.env.REDIS_URL ?? '',
+  const common = serviceSettings({
     QUEUE_PREFIX: prefix,
     AUDIO_DIR: mkdtempSync(join(tmpdir(), 'aw-inspect-')),
-  };
+  });
   for (let i = 0; i < 2; i++) {
     const port = await freePort();
-    const service = spawnService({
-      ...common,
-      ROLE: 'web',
-      WEB_CONCURRENCY: '1',
-      PORT: String(port),
-      ADMIN_PASSWORD: PASSWORD,
-    });
+    const service = spawnService({ ...common, ...webOn(port), ADMIN_PASSWORD: PASSWORD });
     webs.push({ service, port });
   }
   for (let i = 0; i < 2; i++) {
@@ -58,8 +51,7 @@ beforeAll(async () => {
       spawnService({
         ...common,
         ROLE: 'worker',
-        CDN_URL: cdn.origin,
-        DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+        ...downloadsFrom(cdn.origin),
         NODE_EXTRA_CA_CERTS: caFile,
         FORWARD_URLS: endpoint.url,
         FORWARD_SECRET: secret,

@@ -10,8 +10,9 @@ import { withDeadline } from '../../src/util/deadline';
 import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 import { freePort } from '../../harness/private-redis';
 import { audioDirEntries } from '../helpers/audio-dir';
+import { downloadsFrom, serviceSettings, webOn } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
-import { deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
+import { deleteKeys, signed } from '../helpers/test-receiver';
 
 /**
  * The provider's re-sends of one delivery may reach two receiver processes at once (two pods
@@ -44,16 +45,15 @@ const HANDLED = /^audio (already )?downloaded$/;
 function spawnWorker(audioDir: string): ServiceProcess {
   const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
   writeFileSync(caFile, cdn.ca);
-  return spawnService({
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: process.env.REDIS_URL ?? '',
-    QUEUE_PREFIX: prefix,
-    ROLE: 'worker',
-    AUDIO_DIR: audioDir,
-    CDN_URL: cdn.origin,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
-    NODE_EXTRA_CA_CERTS: caFile,
-  });
+  return spawnService(
+    serviceSettings({
+      QUEUE_PREFIX: prefix,
+      ROLE: 'worker',
+      AUDIO_DIR: audioDir,
+      ...downloadsFrom(cdn.origin),
+      NODE_EXTRA_CA_CERTS: caFile,
+    }),
+  );
 }
 
 it('the same delivery at two receiver processes at once: one 202, the rest 200 duplicate, one handler run', async () => {
@@ -62,15 +62,7 @@ it('the same delivery at two receiver processes at once: one 202, the rest 200 d
   services.push(worker);
   const ports = [await freePort(), await freePort()];
   for (const port of ports) {
-    const service = spawnService({
-      WEBHOOK_SECRETS: TEST_SECRET,
-      REDIS_URL: process.env.REDIS_URL ?? '',
-      QUEUE_PREFIX: prefix,
-      ROLE: 'web',
-      WEB_CONCURRENCY: '1',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-    });
+    const service = spawnService(serviceSettings({ QUEUE_PREFIX: prefix, ...webOn(port) }));
     services.push(service);
     await service.receiving();
   }

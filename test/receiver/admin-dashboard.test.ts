@@ -14,9 +14,10 @@ import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { launchChromium, TEST_OUTPUT } from '../helpers/servers/browser';
 import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 import { freePort } from '../../harness/private-redis';
+import { serviceSettings, webOn } from '../helpers/service-settings';
 import { spawnService } from '../helpers/spawn-service';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
-import { createTestReceiver, deleteKeys, TEST_SECRET } from '../helpers/test-receiver';
+import { createTestReceiver, deleteKeys } from '../helpers/test-receiver';
 
 const PASSWORD = 'correct horse battery staple';
 const NOT_FOUND = '/voices/missing.mp3';
@@ -307,18 +308,15 @@ describe('without a browser', () => {
     const prefix = `test-${randomUUID()}`;
     // The service as an operator runs it, trusting a proxy on loopback (TRUST_PROXY's default):
     // the guesses below come from loopback, so PORT would believe their X-Forwarded-For.
-    const service = spawnService({
-      WEBHOOK_SECRETS: TEST_SECRET,
-      REDIS_URL: process.env.REDIS_URL ?? '',
-      QUEUE_PREFIX: prefix,
-      ROLE: 'web',
-      WEB_CONCURRENCY: '1',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      INTERNAL_PORT: String(internalPort),
-      TRUST_PROXY: 'loopback',
-      ADMIN_PASSWORD: PASSWORD,
-    });
+    const service = spawnService(
+      serviceSettings({
+        QUEUE_PREFIX: prefix,
+        ...webOn(port),
+        INTERNAL_PORT: String(internalPort),
+        TRUST_PROXY: 'loopback',
+        ADMIN_PASSWORD: PASSWORD,
+      }),
+    );
     const board = `http://127.0.0.1:${internalPort}${ADMIN_PATH}`;
     const guess = async (i: number) => {
       const res = await fetch(board, {

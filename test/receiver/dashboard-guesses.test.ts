@@ -3,8 +3,9 @@ import { Redis } from 'ioredis';
 import { ADMIN_PATH, DASHBOARD_GUESSES } from '../../src/receiver/admin-dashboard';
 import { eventually } from '../../src/util/eventually';
 import { freePort } from '../../harness/private-redis';
+import { serviceSettings, webOn } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
-import { deleteKeys, TEST_SECRET } from '../helpers/test-receiver';
+import { deleteKeys } from '../helpers/test-receiver';
 
 // Only wrong passwords count toward the guessing limit, and the count is the service's, not a
 // process's: two receiver processes on one Redis, as two replicas run.
@@ -14,15 +15,9 @@ const prefix = `test-${randomUUID()}`;
 let boards: string[];
 
 function startReceiver(port: number): ServiceProcess {
-  return spawnService({
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: process.env.REDIS_URL ?? '',
-    QUEUE_PREFIX: prefix,
-    ROLE: 'web',
-    WEB_CONCURRENCY: '1',
-    PORT: String(port),
-    ADMIN_PASSWORD: PASSWORD,
-  });
+  return spawnService(
+    serviceSettings({ QUEUE_PREFIX: prefix, ...webOn(port), ADMIN_PASSWORD: PASSWORD }),
+  );
 }
 
 beforeAll(async () => {

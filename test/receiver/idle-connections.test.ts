@@ -7,8 +7,9 @@ import { openFileLimit } from '../../src/util/open-file-limit';
 import { withDeadline } from '../../src/util/deadline';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { freePort } from '../../harness/private-redis';
+import { serviceSettings } from '../helpers/service-settings';
 import { spawnService } from '../helpers/spawn-service';
-import { deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
+import { deleteKeys, signed } from '../helpers/test-receiver';
 
 // One client holding 2,000 idle connections must not turn anyone else away at the defaults: the
 // cap on connections follows the open-file limit (here 20,000, set by the shell that starts the
@@ -72,14 +73,12 @@ it('2,000 idle sockets from one client: /healthz and a delivery are still answer
   const port = await freePort();
   const prefix = `test-${randomUUID()}`;
   const service = spawnService(
-    {
-      WEBHOOK_SECRETS: TEST_SECRET,
-      REDIS_URL: process.env.REDIS_URL ?? '',
+    serviceSettings({
       QUEUE_PREFIX: prefix,
       ROLE: 'web',
       WEB_CONCURRENCY: '2',
       PORT: String(port),
-    },
+    }),
     {
       command: [
         '/bin/sh',

@@ -1,11 +1,11 @@
 import { createServer, type Server } from 'node:net';
-import { randomUUID } from 'node:crypto';
 import { withDeadline } from '../../src/util/deadline';
 import { eventually } from '../../src/util/eventually';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { freePort } from '../../harness/private-redis';
+import { serviceSettings } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
-import { signed, TEST_SECRET } from '../helpers/test-receiver';
+import { signed } from '../helpers/test-receiver';
 
 const running: ServiceProcess[] = [];
 afterEach(() => {
@@ -18,16 +18,15 @@ function startCluster(
   redisUrl = process.env.REDIS_URL ?? '',
   extra: Record<string, string> = {},
 ): ServiceProcess {
-  const service = spawnService({
-    ...extra,
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: redisUrl,
-    QUEUE_PREFIX: `cluster-${randomUUID()}`,
-    ROLE: 'web',
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    WEB_CONCURRENCY: String(processes),
-  });
+  const service = spawnService(
+    serviceSettings({
+      ...extra,
+      REDIS_URL: redisUrl,
+      ROLE: 'web',
+      PORT: String(port),
+      WEB_CONCURRENCY: String(processes),
+    }),
+  );
   running.push(service);
   return service;
 }

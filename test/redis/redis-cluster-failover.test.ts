@@ -19,8 +19,8 @@ import {
   type PrivateCluster,
 } from '../helpers/servers/private-cluster';
 import { freePort } from '../../harness/private-redis';
+import { downloadsFrom, serviceSettings, webOn } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
-import { TEST_SECRET } from '../helpers/test-receiver';
 
 // Issue #50: a Redis Cluster primary lost. Three primaries with a replica each; the service runs
 // as production runs it (two receiver processes, two worker processes, all on the Cluster);
@@ -78,28 +78,20 @@ it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx
   const audioDir = mkdtempSync(join(tmpdir(), 'aw-cluster-failover-'));
   const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
   writeFileSync(caFile, cdn.ca);
-  const common = {
-    WEBHOOK_SECRETS: TEST_SECRET,
+  const common = serviceSettings({
     REDIS_CLUSTER_NODES: cluster.seeds,
+    // The Cluster's nodes are the seeds; only credentials would come from here, and it has none.
+    REDIS_URL: 'redis://127.0.0.1:1',
     QUEUE_PREFIX: prefix,
-  };
+  });
   const ports = [await freePort(), await freePort()];
-  const receivers = ports.map((port) =>
-    spawnService({
-      ...common,
-      ROLE: 'web',
-      WEB_CONCURRENCY: '1',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-    }),
-  );
+  const receivers = ports.map((port) => spawnService({ ...common, ...webOn(port) }));
   const workers = [0, 1].map(() =>
     spawnService({
       ...common,
       ROLE: 'worker',
       AUDIO_DIR: audioDir,
-      CDN_URL: cdn.origin,
-      DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+      ...downloadsFrom(cdn.origin),
       NODE_EXTRA_CA_CERTS: caFile,
       // A job whose worker lost its lock in the failover is taken over within seconds.
       WORKER_LOCK_MS: '2000',

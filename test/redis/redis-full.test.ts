@@ -6,12 +6,12 @@ import { startWorkers, type RunningWorkers } from '../../src/worker/start-worker
 import { eventually } from '../../src/util/eventually';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { startPrivateRedis, type PrivateRedis } from '../../harness/private-redis';
+import { serviceSettings } from '../helpers/service-settings';
 import { spawnService } from '../helpers/spawn-service';
 import {
   createTestReceiver,
   signed,
   testConfig,
-  TEST_SECRET,
   type TestReceiver,
 } from '../helpers/test-receiver';
 import { afterTest } from '../helpers/after-test';
@@ -83,13 +83,9 @@ function post(receiver: TestReceiver, body: unknown) {
 describe("Redis's eviction policy", () => {
   it('anything but noeviction refuses the start: exit 1, one line naming it', async () => {
     await admin.config('SET', 'maxmemory-policy', 'volatile-lru');
-    const service = spawnService({
-      WEBHOOK_SECRETS: TEST_SECRET,
-      REDIS_URL: server.url,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      ROLE: 'all',
-    });
+    const service = spawnService(
+      serviceSettings({ REDIS_URL: server.url, PORT: '0', ROLE: 'all' }),
+    );
     expect(await service.exited).toBe(1);
     const lines = service.stderr().trim().split('\n');
     expect(lines).toHaveLength(1);

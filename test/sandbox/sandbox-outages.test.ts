@@ -6,6 +6,7 @@ import { createLogger } from '../../src/telemetry/logger';
 import { startWorkers } from '../../src/worker/start-workers';
 import { freePort, startPrivateRedis } from '../../harness/private-redis';
 import { eventually, startSandboxProcess } from '../../harness/sandbox-process';
+import { serviceSettings } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { deleteKeys, testConfig } from '../helpers/test-receiver';
 import { audioDirEntries } from '../helpers/audio-dir';
@@ -30,14 +31,13 @@ it('a 500-item batch while the receiver, then Redis, are SIGKILLed and restarted
     env: { WEBHOOK_SECRETS: SECRET },
   });
   const prefix = `test-${randomUUID()}`;
-  const env = {
+  const env = serviceSettings({
     WEBHOOK_SECRETS: SECRET,
     REDIS_URL: redis.url,
     QUEUE_PREFIX: prefix,
-    PORT: String(port),
-    HOST: '127.0.0.1',
     ROLE: 'web',
-  };
+    PORT: String(port),
+  });
   let receiver: ServiceProcess = spawnService(env);
   const audioDir = join(sbx.dir, 'received');
   const hookRuns = new Map<string, number>();

@@ -11,10 +11,12 @@ import { runCli } from '../../src/cli/main';
 import { serve } from '../../src/http-server/serve';
 import { freePort } from '../../harness/private-redis';
 import {
+  deliveredBy,
   eventually,
   startSandboxProcess,
   type SandboxProcess,
 } from '../../harness/sandbox-process';
+import { serviceSettings } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { createTestReceiver, deleteKeys, type TestReceiver } from '../helpers/test-receiver';
 
@@ -71,18 +73,15 @@ it('the whole loop: a 200-item batch through sandbox, receiver and workers (real
   });
   const prefix = `test-${randomUUID()}`;
   const audioDir = join(sbx.dir, 'received');
-  const service: ServiceProcess = spawnService({
-    WEBHOOK_SECRETS: SECRET,
-    REDIS_URL: process.env.REDIS_URL ?? '',
-    QUEUE_PREFIX: prefix,
-    PORT: String(webhookPort),
-    HOST: '127.0.0.1',
-    AUDIO_DIR: audioDir,
-    // The lines the sandbox prints.
-    CDN_URL: sbx.info.cdn,
-    DOWNLOAD_CA_FILE: sbx.info.ca,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
-  });
+  const service: ServiceProcess = spawnService(
+    serviceSettings({
+      WEBHOOK_SECRETS: SECRET,
+      QUEUE_PREFIX: prefix,
+      AUDIO_DIR: audioDir,
+      // The lines the sandbox prints.
+      ...deliveredBy(sbx, webhookPort),
+    }),
+  );
   cleanups.push(async () => {
     service.child.kill('SIGTERM');
     await service.exited;

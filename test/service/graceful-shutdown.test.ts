@@ -4,8 +4,9 @@ import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { freePort } from '../../harness/private-redis';
+import { serviceSettings, webOn } from '../helpers/service-settings';
 import { spawnService } from '../helpers/spawn-service';
-import { deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
+import { deleteKeys, signed } from '../helpers/test-receiver';
 
 const prefix = `test-${randomUUID()}`;
 const redis = new Redis(process.env.REDIS_URL ?? '');
@@ -27,16 +28,8 @@ function get(port: number, path: string): Promise<number | undefined> {
 
 it('SIGTERM during in-flight requests answers every one of them, then exits 0', async () => {
   const port = await freePort();
-  const service = spawnService({
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: process.env.REDIS_URL ?? '',
-    QUEUE_PREFIX: prefix,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    ROLE: 'web',
-    // One process's drain; WEB_CONCURRENCY's is test/receiver/web-cluster.test.ts.
-    WEB_CONCURRENCY: '1',
-  });
+  // One process's drain; WEB_CONCURRENCY's is test/receiver/web-cluster.test.ts.
+  const service = spawnService(serviceSettings({ QUEUE_PREFIX: prefix, ...webOn(port) }));
   await service.receiving();
   expect(await get(port, '/readyz')).toBe(200);
 

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, startPrivateRedis, type PrivateRedis } from '../../harness/private-redis';
 import { killAfterTest } from '../helpers/after-test';
+import { serviceSettings } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { signed, TEST_SECRET } from '../helpers/test-receiver';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
@@ -38,20 +39,19 @@ async function probe(port: number, path: string): Promise<number> {
 
 async function startAll(redisUrl: string) {
   const [port, internalPort, healthPort] = [await freePort(), await freePort(), await freePort()];
-  service = spawnService({
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: redisUrl,
-    QUEUE_PREFIX: `outage-${String(port)}`,
-    ROLE: 'all',
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    INTERNAL_PORT: String(internalPort),
-    WORKER_HEALTH_PORT: String(healthPort),
-    AUDIO_DIR: mkdtempSync(join(tmpdir(), 'aw-outage-')),
-    // The liveness check asks Redis once the worker has idled this long.
-    DOWNLOAD_TIMEOUT_MS: '500',
-    WORKER_STALL_MS: '1000',
-  });
+  service = spawnService(
+    serviceSettings({
+      REDIS_URL: redisUrl,
+      ROLE: 'all',
+      PORT: String(port),
+      INTERNAL_PORT: String(internalPort),
+      WORKER_HEALTH_PORT: String(healthPort),
+      AUDIO_DIR: mkdtempSync(join(tmpdir(), 'aw-outage-')),
+      // The liveness check asks Redis once the worker has idled this long.
+      DOWNLOAD_TIMEOUT_MS: '500',
+      WORKER_STALL_MS: '1000',
+    }),
+  );
   await service.waitForLog('audio-webhooks started');
   return { port, internalPort, healthPort, service };
 }

@@ -9,8 +9,9 @@ import { withDeadline } from '../../src/util/deadline';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 import { freePort } from '../../harness/private-redis';
+import { serviceSettings } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
-import { deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
+import { deleteKeys, signed } from '../helpers/test-receiver';
 
 // The real `node dist/main.js`, as an operator meets it: start-up, its messages, its signals.
 const prefix = `test-${randomUUID()}`;
@@ -25,14 +26,7 @@ const tempDir = () => mkdtempSync(join(tmpdir(), 'aw-proc-'));
 
 function start(env: Record<string, string>, options: { cwd?: string } = {}): ServiceProcess {
   return spawnService(
-    {
-      WEBHOOK_SECRETS: TEST_SECRET,
-      REDIS_URL: process.env.REDIS_URL ?? '',
-      QUEUE_PREFIX: prefix,
-      HOST: '127.0.0.1',
-      AUDIO_DIR: tempDir(),
-      ...env,
-    },
+    serviceSettings({ QUEUE_PREFIX: prefix, AUDIO_DIR: tempDir(), ...env }),
     options,
   );
 }

@@ -7,9 +7,10 @@ import { deliveryKeys } from '../../src/queue/delivery-keys';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { afterTest } from '../helpers/after-test';
 import { freePort } from '../../harness/private-redis';
+import { serviceSettings, webOn } from '../helpers/service-settings';
 import { spawnService } from '../helpers/spawn-service';
 import { startStallingProxy } from '../helpers/servers/stalling-proxy';
-import { createTestReceiver, deleteKeys, signed, TEST_SECRET } from '../helpers/test-receiver';
+import { createTestReceiver, deleteKeys, signed } from '../helpers/test-receiver';
 
 /** POSTs a whole body; resolves with the status, or undefined when no answer came. */
 function post(port: number, raw: string, headers: Record<string, string>) {
@@ -35,15 +36,9 @@ it('SIGTERM while an enqueue stalls on Redis: that request gets a 503, never a 2
   const proxy = await startStallingProxy(new URL(process.env.REDIS_URL ?? ''));
   const port = await freePort();
   const prefix = `test-${randomUUID()}`;
-  const service = spawnService({
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: proxy.url,
-    QUEUE_PREFIX: prefix,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    ROLE: 'web',
-    WEB_CONCURRENCY: '1',
-  });
+  const service = spawnService(
+    serviceSettings({ REDIS_URL: proxy.url, QUEUE_PREFIX: prefix, ...webOn(port) }),
+  );
   await service.receiving();
   // One delivery stored first: the queue's own start-up commands (BullMQ reads the server's
   // version once connected) are then behind it, and the stall below holds the enqueue alone.

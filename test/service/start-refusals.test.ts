@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { withDeadline } from '../../src/util/deadline';
 import { freePort } from '../../harness/private-redis';
+import { serviceSettings } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 
 // The real `node dist/main.js` refuses a setting an operator must fix before it can be safe: exit
@@ -8,6 +8,8 @@ import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 // and never the secret or the password it was given.
 
 const PASSWORD = 'hunter2-do-not-print';
+/** Long enough for any HOST: a refusal below is for the setting it names, never the secret. */
+const LONG_SECRET = 'whsec_' + 'k'.repeat(32);
 /** Under the 16 characters a dashboard off loopback needs. */
 const SHORT_PASSWORD = 'hunter2-short';
 const running: ServiceProcess[] = [];
@@ -20,13 +22,9 @@ afterEach(() => {
 async function refusal(
   env: Record<string, string>,
 ): Promise<{ code: number | null; line: string }> {
-  const service = spawnService({
-    WEBHOOK_SECRETS: 'whsec_' + 'k'.repeat(32),
-    REDIS_URL: process.env.REDIS_URL ?? '',
-    QUEUE_PREFIX: `test-${randomUUID()}`,
-    PORT: String(await freePort()),
-    ...env,
-  });
+  const service = spawnService(
+    serviceSettings({ WEBHOOK_SECRETS: LONG_SECRET, PORT: String(await freePort()), ...env }),
+  );
   running.push(service);
   // A service that is not refused keeps running: the deadline turns that into a failure.
   const code = await withDeadline(service.exited, 10_000, 'the refusal');
@@ -107,15 +105,15 @@ describe('misspelt variables', () => {
   });
 
   it('a variable that starts like a setting but is none: one warning line at start naming it', async () => {
-    const service = spawnService({
-      WEBHOOK_SECRETS: 'whsec_' + 'k'.repeat(32),
-      REDIS_URL: process.env.REDIS_URL ?? '',
-      QUEUE_PREFIX: `test-${randomUUID()}`,
-      PORT: String(await freePort()),
-      ROLE: 'web',
-      WEB_CONCURRENCY: '2',
-      REDIS_URLS: 'redis://elsewhere:6379',
-    });
+    const service = spawnService(
+      serviceSettings({
+        WEBHOOK_SECRETS: LONG_SECRET,
+        PORT: String(await freePort()),
+        ROLE: 'web',
+        WEB_CONCURRENCY: '2',
+        REDIS_URLS: 'redis://elsewhere:6379',
+      }),
+    );
     running.push(service);
     await service.receiving(2);
     const warned = service.logs.filter((line) => line.variable !== undefined);

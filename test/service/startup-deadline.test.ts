@@ -3,8 +3,8 @@ import { closeSync, constants, mkdtempSync, openSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { withDeadline } from '../../src/util/deadline';
+import { serviceSettings } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
-import { TEST_SECRET } from '../helpers/test-receiver';
 
 // Every start-up check has a deadline: a store or a file that never answers is one line naming
 // what the service waited on, and exit 1, not a silent hang.
@@ -12,14 +12,14 @@ import { TEST_SECRET } from '../helpers/test-receiver';
 const tempDir = () => mkdtempSync(join(tmpdir(), 'aw-startup-'));
 
 function startWorker(env: Record<string, string>, nodeOptions?: string): ServiceProcess {
-  return spawnService({
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: process.env.REDIS_URL ?? '',
-    ROLE: 'worker',
-    LOG_LEVEL: 'warn',
-    ...(nodeOptions === undefined ? {} : { NODE_OPTIONS: nodeOptions }),
-    ...env,
-  });
+  return spawnService(
+    serviceSettings({
+      ROLE: 'worker',
+      LOG_LEVEL: 'warn',
+      ...(nodeOptions === undefined ? {} : { NODE_OPTIONS: nodeOptions }),
+      ...env,
+    }),
+  );
 }
 
 const stopped = (service: ServiceProcess) => {

@@ -21,8 +21,9 @@ import request from 'supertest';
 import { audio, startLocalCdn } from '../../harness/local-cdn';
 import { freePort } from '../../harness/private-redis';
 import { eventually } from '../../harness/sandbox-process';
+import { downloadsFrom, serviceSettings } from '../helpers/service-settings';
 import { groupAlive, spawnService } from '../helpers/spawn-service';
-import { signed, TEST_SECRET } from '../helpers/test-receiver';
+import { signed } from '../helpers/test-receiver';
 
 // `npm run local-s3` as a newcomer runs it: the settings it prints run the service against it, a
 // delivery lands as an object, and SIGTERM leaves no process and no temp folder behind.
@@ -96,17 +97,14 @@ it('npm run local-s3: prints the settings, the service stores a delivery with th
   const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
   writeFileSync(caFile, cdn.ca);
   const webPort = await freePort();
-  const service = spawnService({
-    ...settings,
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: process.env.REDIS_URL ?? '',
-    QUEUE_PREFIX: `test-local-s3-${String(port)}`,
-    PORT: String(webPort),
-    HOST: '127.0.0.1',
-    CDN_URL: cdn.origin,
-    DOWNLOAD_CA_FILE: caFile,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
-  });
+  const service = spawnService(
+    serviceSettings({
+      ...settings,
+      QUEUE_PREFIX: `test-local-s3-${String(port)}`,
+      PORT: String(webPort),
+      ...downloadsFrom(cdn.origin, caFile),
+    }),
+  );
   const client = new S3Client({
     region: settings.AWS_REGION ?? '',
     endpoint: settings.S3_ENDPOINT ?? '',

@@ -19,6 +19,7 @@ import { freePort } from '../../harness/private-redis';
 import { startCephGateway, type CephGateway } from '../../src/dev/ceph-gateway';
 import { audio, startLocalCdn, type LocalCdn, type Route } from '../../harness/local-cdn';
 import { deliveredBy, eventually, startSandboxProcess } from '../../harness/sandbox-process';
+import { downloadsFrom, serviceSettings } from '../helpers/service-settings';
 import { spawnService } from '../helpers/spawn-service';
 import { startTestPipeline } from '../helpers/test-pipeline';
 import { createTestReceiver, signed } from '../helpers/test-receiver';
@@ -84,14 +85,12 @@ const ready = (id: string, path: string) => ({
 
 /** A service (and its CLI) storing into `bucket` under audio/, on a queue of its own. */
 function serviceEnv(bucket: string, secret: string): Record<string, string> {
-  return {
+  return serviceSettings({
     ...gateway.env,
     S3_BUCKET: bucket,
     S3_PREFIX: 'audio/',
     WEBHOOK_SECRETS: secret,
-    REDIS_URL: process.env.REDIS_URL ?? '',
-    QUEUE_PREFIX: `test-${randomUUID()}`,
-  };
+  });
 }
 
 function pipelineEnv(bucket: string, extra: Record<string, string> = {}) {
@@ -202,20 +201,16 @@ async function s3Worker(bucket: string, env: Record<string, string> = {}) {
   const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
   writeFileSync(caFile, cdn.ca);
   const receiver = await createTestReceiver();
-  const workerEnv = {
+  const workerEnv = serviceSettings({
     ...gateway.env,
     S3_BUCKET: bucket,
     S3_PREFIX: 'audio/',
-    WEBHOOK_SECRETS: 'whsec_unused_by_workers',
-    REDIS_URL: process.env.REDIS_URL ?? '',
     QUEUE_PREFIX: receiver.config.queuePrefix,
     ROLE: 'worker',
-    CDN_URL: cdn.origin,
-    DOWNLOAD_CA_FILE: caFile,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    ...downloadsFrom(cdn.origin, caFile),
     DOWNLOAD_BACKOFF_MS: '200',
     ...env,
-  };
+  });
   const post = (id: string, path: string) => {
     const { raw, headers } = signed(ready(id, path));
     return request(receiver.listener).post('/webhooks').set(headers).send(raw).expect(202);
@@ -451,14 +446,7 @@ it('deploy/overlays/s3/lifecycle.json applies to the gateway as one configuratio
 
 describe('start-up refusals: one line naming S3_BUCKET and S3_ENDPOINT, exit 1', () => {
   const startWorker = (env: Record<string, string>) =>
-    spawnService({
-      ...gateway.env,
-      WEBHOOK_SECRETS: 'whsec_unused',
-      REDIS_URL: process.env.REDIS_URL ?? '',
-      QUEUE_PREFIX: `test-${randomUUID()}`,
-      ROLE: 'worker',
-      ...env,
-    });
+    spawnService(serviceSettings({ ...gateway.env, ROLE: 'worker', ...env }));
 
   it('a bucket that does not exist', async () => {
     const worker = startWorker({ S3_BUCKET: 'no-such-bucket' });
@@ -482,17 +470,16 @@ describe('start-up refusals: one line naming S3_BUCKET and S3_ENDPOINT, exit 1',
     const env: Record<string, string> = { ...gateway.env };
     delete env.AWS_ACCESS_KEY_ID;
     delete env.AWS_SECRET_ACCESS_KEY;
-    const worker = spawnService({
-      ...env,
-      WEBHOOK_SECRETS: 'whsec_unused',
-      REDIS_URL: process.env.REDIS_URL ?? '',
-      QUEUE_PREFIX: `test-${randomUUID()}`,
-      ROLE: 'worker',
-      S3_BUCKET: bucket,
-      // No profile to find, and no instance metadata asked for (no address off this machine).
-      HOME: mkdtempSync(join(tmpdir(), 'aw-no-aws-')),
-      AWS_EC2_METADATA_DISABLED: 'true',
-    });
+    const worker = spawnService(
+      serviceSettings({
+        ...env,
+        ROLE: 'worker',
+        S3_BUCKET: bucket,
+        // No profile to find, and no instance metadata asked for (no address off this machine).
+        HOME: mkdtempSync(join(tmpdir(), 'aw-no-aws-')),
+        AWS_EC2_METADATA_DISABLED: 'true',
+      }),
+    );
     expect(await worker.exited).toBe(1);
     expect(worker.stderr()).toMatch(
       new RegExp(

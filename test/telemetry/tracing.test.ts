@@ -9,8 +9,9 @@ import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 import { startCollector } from '../../harness/otlp-collector';
 import { forwardKeyPair } from '../../harness/forward-destinations';
 import { freePort } from '../../harness/private-redis';
+import { downloadsFrom, serviceSettings, webOn } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
-import { signed, TEST_SECRET } from '../helpers/test-receiver';
+import { signed } from '../helpers/test-receiver';
 
 let cdn: LocalCdn;
 let collector: Awaited<ReturnType<typeof startCollector>>;
@@ -40,21 +41,13 @@ it('one delivery is one trace, from the HTTP request in the web process to the f
   writeFileSync(caFile, cdn.ca);
   cdn.route('/voices/traced.mp3', audio(randomBytes(50_000)));
   const port = await freePort();
-  const common = {
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: process.env.REDIS_URL ?? '',
-    QUEUE_PREFIX: `otel-${randomBytes(4).toString('hex')}`,
-    HOST: '127.0.0.1',
-    OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint,
-  };
-  const web = spawnService({ ...common, ROLE: 'web', PORT: String(port), WEB_CONCURRENCY: '1' });
+  const common = serviceSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint });
+  const web = spawnService({ ...common, ...webOn(port) });
   const worker = spawnService({
     ...common,
     ROLE: 'worker',
     AUDIO_DIR: join(dir, 'audio'),
-    CDN_URL: cdn.origin,
-    DOWNLOAD_CA_FILE: caFile,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    ...downloadsFrom(cdn.origin, caFile),
   });
   running.push(web, worker);
   await Promise.all([web.receiving(), worker.waitForLog('audio-webhooks started')]);
@@ -141,16 +134,12 @@ it("a delivery that came with the provider's traceparent is one trace from the p
       : new Promise<void>((resolve) => waiters.push({ pattern, resolve }));
   await printedLine(/listening/);
   const port = await freePort();
-  const common = {
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: process.env.REDIS_URL ?? '',
-    QUEUE_PREFIX: `otel-${randomBytes(4).toString('hex')}`,
-    HOST: '127.0.0.1',
+  const common = serviceSettings({
     OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint,
     FORWARD_URLS: `http://127.0.0.1:${consumerPort}/audio`,
     FORWARD_SIGNING_KEY: signingKey,
-  };
-  const web = spawnService({ ...common, ROLE: 'web', PORT: String(port), WEB_CONCURRENCY: '1' });
+  });
+  const web = spawnService({ ...common, ...webOn(port) });
   const worker = spawnService({ ...common, ROLE: 'worker' });
   running.push(web, worker);
   await Promise.all([web.receiving(), worker.waitForLog('audio-webhooks started')]);

@@ -8,11 +8,11 @@ import { jobItemId } from '../../src/queue/delivery-job-data';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 import { freePort } from '../../harness/private-redis';
+import { downloadsFrom, serviceSettings } from '../helpers/service-settings';
 import { spawnService } from '../helpers/spawn-service';
 import {
   deleteKeys,
   signed,
-  TEST_SECRET,
   createTestReceiver,
   type TestReceiver,
 } from '../helpers/test-receiver';
@@ -51,18 +51,15 @@ async function fileAppears(dir: string, test: (name: string) => boolean): Promis
 function workerEnv(audioDir: string): Record<string, string> {
   const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
   writeFileSync(caFile, cdn.ca);
-  return {
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: process.env.REDIS_URL ?? '',
+  return serviceSettings({
     QUEUE_PREFIX: prefix,
     ROLE: 'worker',
     AUDIO_DIR: audioDir,
-    CDN_URL: cdn.origin,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
+    ...downloadsFrom(cdn.origin),
     NODE_EXTRA_CA_CERTS: caFile,
     // A short lock so a dead worker's job is taken over within seconds, not 30.
     WORKER_LOCK_MS: '1500',
-  };
+  });
 }
 
 it('a worker killed with SIGKILL mid-download: a new worker completes the job and the file is whole', async () => {
@@ -161,7 +158,6 @@ it('ROLE=all given SIGTERM mid-download, past its shutdown deadline: it exits, a
       ...workerEnv(audioDir),
       ROLE: 'all',
       PORT: String(port),
-      HOST: '127.0.0.1',
       SHUTDOWN_TIMEOUT_MS: '2000',
     });
   };

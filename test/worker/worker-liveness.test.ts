@@ -8,11 +8,11 @@ import { serveWorkerHealth } from '../../src/worker/health-server';
 import { startWorkers, type RunningWorkers } from '../../src/worker/start-workers';
 import { freePort } from '../../harness/private-redis';
 import { eventually } from '../../harness/sandbox-process';
+import { serviceSettings } from '../helpers/service-settings';
 import { spawnService } from '../helpers/spawn-service';
 import {
   createTestReceiver,
   signed,
-  TEST_SECRET,
   testConfig,
   type TestReceiver,
 } from '../helpers/test-receiver';
@@ -99,14 +99,13 @@ it('a ROLE=worker process with WORKER_HEALTH_PORT serves /healthz and /metrics w
     },
     { delay: 3_600_000 },
   );
-  const service = spawnService({
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: process.env.REDIS_URL ?? '',
-    QUEUE_PREFIX: receiver.config.queuePrefix,
-    ROLE: 'worker',
-    HOST: '127.0.0.1',
-    WORKER_HEALTH_PORT: String(port),
-  });
+  const service = spawnService(
+    serviceSettings({
+      QUEUE_PREFIX: receiver.config.queuePrefix,
+      ROLE: 'worker',
+      WORKER_HEALTH_PORT: String(port),
+    }),
+  );
   try {
     await service.waitForLog('audio-webhooks started');
     const base = `http://127.0.0.1:${port}`;
