@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Multi-stage: compile with dev dependencies, install the production ones apart, and run with
-# what the service uses and nothing else. test/integration/image-filesystem.test.ts builds these
+# what the service uses and nothing else. test/deploy/image-filesystem.test.ts builds these
 # stages' file system without an engine and starts each ROLE from it.
 
 # The base image of every stage, by digest: a tag such as node:24-slim is pushed again with every

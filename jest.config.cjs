@@ -1,59 +1,79 @@
 /**
- * Jest: ts-jest for TypeScript, one private Redis for the whole run (test/helpers/global-setup).
- * Two projects, which `npm test` runs together: `quick` (`npm run test:quick`, the loop while
- * editing) and `rest`. The quick set is every unit test and the integration tests named here,
- * which need nothing but Redis; any other test file, a new one included, is in `rest`, so it runs
- * in the whole suite until it is listed here. `rest` holds those that need Ceph's gateway,
- * Chromium, Prometheus, kubectl, podman-compose, NATS or RabbitMQ (scripts/test-prerequisites.js
- * provides them), and the slowest Redis-only ones, which would take the quick set past 3 minutes.
+ * Jest: ts-jest for TypeScript, one private Redis for the whole run
+ * (test/helpers/suite/global-setup). test/ is grouped by feature as src/ is (test/forwarding/
+ * tests src/forwarding/), pure and integration tests side by side. Two projects, which `npm test`
+ * runs together: `quick` (`npm run test:quick`, the loop while editing) and `rest`. The quick set
+ * is the files QUICK names, by folder: the pure tests and the integration tests that need nothing
+ * but Redis. Any other test file, a new one included, is in `rest`, so it runs in the whole suite
+ * until it is listed here. `rest` holds those that need Ceph's gateway, Chromium, Prometheus,
+ * kubectl, podman-compose, NATS or RabbitMQ (scripts/test-prerequisites.js provides them), and the
+ * slowest Redis-only ones, which would take the quick set past 3 minutes.
  */
 // eslint-disable-next-line no-undef, @typescript-eslint/no-require-imports -- CommonJS config file
 const { availableParallelism } = require('node:os');
 
-const QUICK_INTEGRATION = [
-  'audio-download',
-  'concurrency',
-  'custom-events',
-  'dedupe-mark',
-  'delivery-queue-batch',
-  'duplicate-race',
-  'destination-board',
-  'download-release',
-  'graceful-shutdown',
-  'guarded-agent',
-  'local-audio-store',
-  'log-format',
-  'record-steps',
-  'records-and-cli',
-  'redis-footprint',
-  'redis-full',
-  'redis-outage',
-  'redis-replicas',
-  'replay-confirm',
-  'send-custom-event',
-  'serve',
-  'shared-volume',
-  'shutdown-stalls',
-  'signature-tolerance',
-  'soak-parts',
-  'test-redis',
-  'tracing',
-  'tts-cache-hosts',
-  'tts-cache-lease',
-  'webhook-route',
-  'worker-liveness',
-  'worker-metrics',
-  'write-batched',
-];
+const QUICK = {
+  archive: ['archive', 'archive-deliveries', 'replay-confirm', 'shared-volume'],
+  cli: ['print'],
+  config: ['config', 'open-file-limit', 'redis-password', 'variable-names'],
+  docs: ['docs-pages', 'readme', 'settings-docs'],
+  download: [
+    'audio-download',
+    'download-release',
+    'guarded-agent',
+    'ip-policy',
+    'meter',
+    'open-download',
+    'retry-policy',
+  ],
+  forwarding: [
+    'attempt-destination',
+    'destination-board',
+    'destinations',
+    'forward-config',
+    'forward-message',
+    'forward-signer',
+    'message-filter',
+  ],
+  hooks: ['custom-event-schemas', 'custom-events', 'send-custom-event'],
+  inspector: ['inspector-views'],
+  provider: ['provider-pure', 'tts-cache-hosts', 'tts-cache-lease'],
+  'provider-spec': ['parse-event', 'signature-vectors', 'verify-signature'],
+  queue: ['concurrency', 'dedupe-mark', 'delivery-queue-batch', 'duplicate-race'],
+  receiver: ['guess-key', 'serve', 'signature-tolerance', 'webhook-route'],
+  records: ['record-codec', 'records-and-cli', 'redis-footprint'],
+  redis: ['redis-errors', 'redis-full', 'redis-outage', 'redis-replicas', 'write-gate'],
+  repository: ['bench-ratios', 'build-current', 'layout', 'test-prerequisites', 'test-redis'],
+  sandbox: ['sandbox-settings'],
+  service: ['graceful-shutdown', 'shutdown', 'shutdown-stalls'],
+  soak: ['soak-checker', 'soak-parts', 'soak-plan', 'soak-report'],
+  storage: ['file-name', 'local-audio-store', 'write-batched'],
+  telemetry: ['log-format', 'trace-context', 'tracing'],
+  util: ['cpu-quota', 'deadline', 'describe-error', 'group-commit'],
+  worker: [
+    'liveness',
+    'record-steps',
+    'reserve-drain',
+    'shard-concurrency',
+    'worker-liveness',
+    'worker-metrics',
+  ],
+};
+
+/** The quick set's files, as paths under test/ without `.test.ts`. */
+const QUICK_FILES = Object.entries(QUICK).flatMap(([folder, names]) =>
+  names.map((name) => `${folder}/${name}`),
+);
 
 const shared = {
-  // Node's, naming any test file that leaves something running (test/helpers/leak-environment.cjs).
-  testEnvironment: '<rootDir>/test/helpers/leak-environment.cjs',
+  // Node's, naming any test file that leaves something running
+  // (test/helpers/suite/leak-environment.cjs).
+  testEnvironment: '<rootDir>/test/helpers/suite/leak-environment.cjs',
   roots: ['<rootDir>/test'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
-  globalSetup: '<rootDir>/test/helpers/global-setup.ts',
-  globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
+  globalSetup: '<rootDir>/test/helpers/suite/global-setup.ts',
+  globalTeardown: '<rootDir>/test/helpers/suite/global-teardown.ts',
 };
 
 // eslint-disable-next-line no-undef -- CommonJS config file
@@ -72,10 +92,7 @@ module.exports = {
     {
       ...shared,
       displayName: 'quick',
-      testMatch: [
-        '<rootDir>/test/unit/**/*.test.ts',
-        ...QUICK_INTEGRATION.map((name) => `<rootDir>/test/integration/${name}.test.ts`),
-      ],
+      testMatch: QUICK_FILES.map((name) => `<rootDir>/test/${name}.test.ts`),
     },
     {
       ...shared,
@@ -83,8 +100,7 @@ module.exports = {
       testMatch: ['**/*.test.ts'],
       testPathIgnorePatterns: [
         '/node_modules/',
-        '/test/unit/',
-        ...QUICK_INTEGRATION.map((name) => `/test/integration/${name}\\.test\\.ts$`),
+        ...QUICK_FILES.map((name) => `/test/${name}\\.test\\.ts$`),
       ],
     },
   ],

@@ -2,7 +2,7 @@
 // Makes deploy/components/monitoring/prometheus-rule.yaml from deploy/prometheus/alerts.yml: run
 //   node scripts/write-prometheus-rule.js
 // after changing alerts.yml. `--stdout` prints the file instead of writing it;
-// test/integration/kubernetes-manifests.test.ts compares that with the file, so a hand edit or a
+// test/deploy/kubernetes-manifests.test.ts compares that with the file, so a hand edit or a
 // forgotten run fails the tests, and the fix is this command, not a copy by hand.
 //
 // Why a script and a checked-in result, rather than kustomize deriving it: the base must render

@@ -3,7 +3,7 @@ import type { ExpectedItem, ForwardedMessage, Observations } from './observation
 
 /**
  * THE CHECKER: every delivery the sandbox sent, classified in Jepsen's terms from observations
- * alone (pure; test/unit/soak-checker.test.ts feeds it by hand):
+ * alone (pure; test/soak/soak-checker.test.ts feeds it by hand):
  *
  * - ok: acknowledged (2xx), and its item is where it should be: stored whole with the CDN's
  *   SHA-256 (events that store audio), archived, forwarded to every destination that wants it

@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import { startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
+import { serviceSettings } from './service-settings';
 import { spawnService, type ServiceProcess } from './spawn-service';
 import { deleteKeys, signed } from './test-receiver';
 import { accepted, postAsProvider } from './provider-post';
@@ -13,7 +14,7 @@ export interface ForwardTestBed {
   readonly cleanups: (() => Promise<unknown>)[];
   /** The local CDN, started before the file's tests. */
   readonly cdn: LocalCdn;
-  /** A spawned service or worker, stopped after the test. */
+  /** A spawned service or worker with the test settings (serviceSettings), stopped after the test. */
   readonly service: (
     env: Record<string, string>,
     options?: Parameters<typeof spawnService>[1],
@@ -45,8 +46,7 @@ export function forwardTestBed(): ForwardTestBed {
       return cdn;
     },
     // spawn-service.ts stops it after the test, before the cleanups here run.
-    service: (env, options) =>
-      spawnService({ REDIS_URL: process.env.REDIS_URL ?? '', ...env }, options),
+    service: (env, options) => spawnService(serviceSettings(env), options),
     prefixed: () => {
       const prefix = `test-${randomUUID()}`;
       cleanups.push(() => deleteKeys(redis, `${prefix}:*`));

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,22 +8,22 @@ import { createLogger } from '../../src/telemetry/logger';
 import { createReceiver, type Receiver } from '../../src/receiver/receiver';
 import type { CustomEvents } from '../../src/hooks/custom-events';
 import { signPayload } from '../../src/provider-spec/signature';
+import { serviceSettings, TEST_SECRET } from './service-settings';
 
-export const TEST_SECRET = 'whsec_test_secret';
+export { TEST_SECRET } from './service-settings';
 
 /**
- * A Config as main.ts builds it, on the test Redis, under a queue prefix of the test's own, and
+ * A Config as main.ts builds it, with a spawned service's test settings (serviceSettings), and
  * with an AUDIO_DIR of its own under the temp folder (the default ./data/audio is the checkout's).
  */
 export function testConfig(env: Record<string, string> = {}): Config {
-  return loadConfig({
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_URL: process.env.REDIS_URL ?? '',
-    QUEUE_PREFIX: `test-${randomUUID()}`,
-    LOG_LEVEL: 'silent',
-    AUDIO_DIR: env.AUDIO_DIR ?? mkdtempSync(join(tmpdir(), 'aw-audio-')),
-    ...env,
-  });
+  return loadConfig(
+    serviceSettings({
+      LOG_LEVEL: 'silent',
+      AUDIO_DIR: env.AUDIO_DIR ?? mkdtempSync(join(tmpdir(), 'aw-audio-')),
+      ...env,
+    }),
+  );
 }
 
 export interface TestReceiver extends Receiver {
