@@ -18,6 +18,7 @@ import { StorageError } from '../storage/storage-errors.js';
 import { COMMANDS, commandUsage, USAGE } from './usage.js';
 import { runForward } from './forward-command.js';
 import { withRedis } from './with-redis.js';
+import { ShardCountError } from '../queue/shard-count.js';
 import { runInspect } from './inspect-command.js';
 
 const OPTIONS = {
@@ -197,7 +198,7 @@ export async function runCli(
       errors.out(`audio-webhooks: ${error.message}\n`);
       return 2;
     }
-    if (error instanceof ConfigError) {
+    if (error instanceof ConfigError || error instanceof ShardCountError) {
       errors.out(`audio-webhooks: ${error.message}\n`);
       return 2;
     }
