@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
 import { runCli } from '../../src/cli/main';
 import type { RedisConnection } from '../../src/redis/connections';
@@ -84,4 +85,25 @@ it('Redis before 7 (SET NX GET a syntax error): recorded by SET NX then GET, the
   expect(await recordShardCount(old, { queuePrefix: prefix, queueShards: 6 })).toBe('6');
   expect(await recordShardCount(old, { queuePrefix: prefix, queueShards: 3 })).toBe('6');
   await redis.del(shardCountKey(prefix));
+});
+
+it('queue keys: each shard’s wait list, in its own slot range, then the forwards’', async () => {
+  const env = { QUEUE_PREFIX: '{aw}', QUEUE_SHARDS: '3' };
+  const printed = await cli(env, 'queue', 'keys', '--json');
+  expect(printed.code).toBe(0);
+  const rows = JSON.parse(printed.stdout) as { queue: string; shard: number | null; key: string }[];
+  expect(rows.map((row) => [row.queue, row.shard])).toEqual([
+    ['deliveries', 0],
+    ['deliveries', 1],
+    ['deliveries', 2],
+    ['forwards', null],
+  ]);
+  rows.slice(0, 3).forEach((row, n) => {
+    expect(row.key).toMatch(/^\{aw\.\d+\.\d+\}:deliveries:wait$/);
+    expect(calculateSlot(row.key)).toBeGreaterThanOrEqual(Math.floor((n * 16_384) / 3));
+    expect(calculateSlot(row.key)).toBeLessThan(Math.floor(((n + 1) * 16_384) / 3));
+  });
+  expect(rows[3]?.key).toBe('{aw}:forwards:wait');
+  const one = await cli({ QUEUE_PREFIX: 'aw' }, 'queue', 'keys');
+  expect(one.stdout).toContain('aw:deliveries:wait');
 });
