@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
 import { runCli } from '../../src/cli/main';
@@ -106,4 +108,18 @@ it('queue keys: each shard’s wait list, in its own slot range, then the forwar
   expect(rows[3]?.key).toBe('{aw}:forwards:wait');
   const one = await cli({ QUEUE_PREFIX: 'aw' }, 'queue', 'keys');
   expect(one.stdout).toContain('aw:deliveries:wait');
+});
+
+it("docs/operations.md's KEDA example names the wait lists `queue keys` prints for its settings", async () => {
+  const docs = readFileSync(join(__dirname, '..', '..', 'docs', 'operations.md'), 'utf8');
+  const section = docs.slice(docs.indexOf('### KEDA with queue shards'));
+  const block = /```yaml\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
+  const named = [...block.matchAll(/listName: '([^']+)'/g)].map(([, name]) => name);
+  const printed = await cli(
+    { QUEUE_PREFIX: '{audio-webhooks}', QUEUE_SHARDS: '6' },
+    'queue',
+    'keys',
+    '--json',
+  );
+  expect(named).toEqual((JSON.parse(printed.stdout) as { key: string }[]).map((row) => row.key));
 });
