@@ -131,7 +131,19 @@ export class DeliveryQueue extends Queue<DeliveryJobData> {
       }
     } catch (error: unknown) {
       for (const add of batch) add.reject(error);
+      await this.#followMoved(error);
     }
+  }
+
+  /**
+   * A MOVED answer to the MULTI that WAIT follows: ioredis retries a pipeline on MOVED only when
+   * every reply is one, and a MULTI's EXEC answers EXECABORT, so its map of the slots is asked
+   * for again here; else every batch of the shard goes on to a server that no longer holds it.
+   */
+  async #followMoved(error: unknown): Promise<void> {
+    if (!(error instanceof Error && /^(MOVED|ASK) /.test(error.message))) return;
+    const client = (await this.getBackend().client) as { refreshSlotsCache?: () => void };
+    client.refreshSlotsCache?.();
   }
 }
 

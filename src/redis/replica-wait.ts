@@ -40,7 +40,10 @@ export async function execThenWait(
   const results = ((await pipeline.exec()) ?? []) as Reply[];
   const [execError, inner] = results.at(-2) ?? [new Error('no EXEC reply'), undefined];
   const [waitError, acknowledged] = results.at(-1) ?? [null, 0];
-  if (execError !== null) throw execError;
+  // A primary that is a replica now (it came back after its failover) refuses each queued
+  // command with MOVED and the EXEC with EXECABORT: the MOVED is what says where to go.
+  const moved = results.find(([error]) => error !== null && /^(MOVED|ASK) /.test(error.message));
+  if (execError !== null) throw moved?.[0] ?? execError;
   if (waitError !== null) throw waitError;
   const replies = (Array.isArray(inner) ? inner : []).map((value: unknown): Reply =>
     value instanceof Error ? [value, null] : [null, value],

@@ -189,7 +189,10 @@ it('a primary SIGKILLed under load with REDIS_WAIT_REPLICAS=1: every 2xx is hand
     await waitFor(
       () =>
         `${AFTER} deliveries of the killed primary's shards acknowledged after its return ` +
-        `(${inKilledShards()} so far; answers other than 2xx ${JSON.stringify(Object.fromEntries(refused))})`,
+        `(${inKilledShards()} so far; answers other than 2xx ${JSON.stringify(Object.fromEntries(refused))}; ` +
+        `the receiver's last warnings: ${JSON.stringify(
+          receiver.logs.slice(-4).map((line) => JSON.stringify(line).slice(0, 400)),
+        )})`,
       () => Promise.resolve(inKilledShards() >= AFTER ? true : undefined),
       { timeoutMs: HANG_MS },
     );
