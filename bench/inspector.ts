@@ -159,7 +159,7 @@ export async function runInspector(): Promise<InspectorResult> {
     const inspector = createInspector({
       redis,
       prefix: PREFIX,
-      queue,
+      queues: [queue],
       timeline: deliveryTimeline(redis, KEYS.placeOf, WEEK_MS),
       dedupeTtlSeconds: config.dedupeTtlSeconds,
       events: ['audio.ready', 'audio.failed', 'key.revoked'],

@@ -37,7 +37,9 @@ async function main(): Promise<void> {
   // Once per start: a cluster's receiver processes read the same environment.
   if (cluster.isPrimary) warnUnknownVariables(logger);
   await checkEvictionPolicy(config, POLICY_CHECK_MS);
-  await checkShardCount(config, POLICY_CHECK_MS);
+  await checkShardCount(config, POLICY_CHECK_MS, (reason) => {
+    logger.warn(reason);
+  });
   // Loaded before a cluster forks too: a custom event that cannot be served stops the start here.
   const custom = loadCustom();
   if (config.role === 'web' && config.webConcurrency > 1 && cluster.isPrimary) {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { DeliveryQueue } from '../queue/delivery-queue.js';
+import { queueOf, type DeliveryQueue } from '../queue/delivery-queue.js';
 import { withDeadline } from '../util/deadline.js';
 import type { ArchivedDelivery } from './archived-delivery.js';
 import type { DeliveryTimeline } from '../records/delivery-timeline.js';
@@ -80,10 +80,12 @@ function replayDedupeId(jobId: string): string {
  * original receipt time, `replay` set (the hooks see `context.delivery.replay`), and no mark of
  * the provider's deduplication, which a replay never reads nor writes. A delivery whose replay
  * is still waiting or running (another `replay` of the same range) is not queued twice: BullMQ's
- * deduplication in simple mode keeps its id until that job completes or fails.
+ * deduplication in simple mode keeps its id until that job completes or fails. Each delivery
+ * goes to its own shard's queue among `queues` (each shard's, by index), where its first copy
+ * was and a worker serves; the backlog is every shard's.
  */
 export async function replayDeliveries(
-  queue: DeliveryQueue,
+  queues: DeliveryQueue | readonly DeliveryQueue[],
   entries: AsyncIterable<ArchivedDelivery> | Iterable<ArchivedDelivery>,
   options: ReplayOptions = {},
 ): Promise<ReplayProgress> {
@@ -98,13 +100,14 @@ export async function replayDeliveries(
     progress = next;
     options.onProgress?.(progress);
   };
+  const shards = [queues].flat();
   const backlog = async () => {
     const counts = await withDeadline(
-      queue.getJobCounts('wait', 'prioritized'),
+      Promise.all(shards.map((queue) => queue.getJobCounts('wait', 'prioritized'))),
       REDIS_DEADLINE_MS,
       'Redis',
     );
-    return (counts.wait ?? 0) + (counts.prioritized ?? 0);
+    return counts.reduce((sum, each) => sum + (each.wait ?? 0) + (each.prioritized ?? 0), 0);
   };
 
   /** Waits while the backlog is at the bound; stops the replay if it does not go down. */
@@ -146,7 +149,7 @@ export async function replayDeliveries(
         deduplication: { id: replayDedupeId(entry.job_id) },
       },
     }));
-    const added = await withDeadline(queue.addBulk(jobs), REDIS_DEADLINE_MS, 'Redis');
+    const added = await withDeadline(addByShard(shards, batch, jobs), REDIS_DEADLINE_MS, 'Redis');
     const queued = added.filter((job, index) => job.id === jobs[index]?.opts.jobId).length;
     await noteReplays(options.timeline, batch, added, jobs);
     report({
@@ -166,6 +169,29 @@ export async function replayDeliveries(
   }
   await add(batch);
   return { seen: progress.seen, queued: progress.queued, alreadyQueued: progress.alreadyQueued };
+}
+
+/** Each job added to its delivery's shard's queue, one addBulk per shard; answers in order. */
+async function addByShard(
+  shards: readonly DeliveryQueue[],
+  batch: readonly ArchivedDelivery[],
+  jobs: Parameters<DeliveryQueue['addBulk']>[0],
+): Promise<{ readonly id?: string | undefined }[]> {
+  const byQueue = new Map<DeliveryQueue, number[]>();
+  batch.forEach((entry, index) => {
+    const queue = queueOf(shards, entry.event, entry.id);
+    byQueue.set(queue, [...(byQueue.get(queue) ?? []), index]);
+  });
+  const added: { readonly id?: string | undefined }[] = [];
+  await Promise.all(
+    [...byQueue].map(async ([queue, indexes]) => {
+      const done = await queue.addBulk(indexes.flatMap((index) => jobs[index] ?? []));
+      indexes.forEach((index, at) => {
+        added[index] = done[at] ?? {};
+      });
+    }),
+  );
+  return added;
 }
 
 /** `replayed` in the timeline of each delivery of a batch that was queued again. */

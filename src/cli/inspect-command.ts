@@ -4,7 +4,7 @@ import { createInspector, type DetailView } from '../inspector/inspector.js';
 import { age } from '../inspector/page-frame.js';
 import { loadCustom } from '../load-custom.js';
 import { EVENT_NAMES } from '../provider-spec/events.js';
-import { createDeliveryQueue } from '../queue/delivery-queue.js';
+import { createDeliveryQueues } from '../queue/delivery-queue.js';
 import { deliveryTimeline, timelineTtlMs } from '../records/delivery-timeline.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { OperationalError } from './cli-errors.js';
@@ -26,13 +26,17 @@ export async function runInspect(
   output: Output,
   errors: Output,
 ): Promise<number> {
-  const queue = createDeliveryQueue({ connection: redis, prefix: config.queuePrefix });
+  const queues = createDeliveryQueues({
+    connection: redis,
+    prefix: config.queuePrefix,
+    shards: config.queueShards,
+  });
   let archive: Promise<ReturnType<typeof createArchive> | undefined> | undefined;
   const inspector = createInspector({
     redis,
     prefix: config.queuePrefix,
-    queue,
-    timeline: deliveryTimeline(redis, queue.layout.placeOf, timelineTtlMs(config)),
+    queues,
+    timeline: deliveryTimeline(redis, queues[0].layout.placeOf, timelineTtlMs(config)),
     dedupeTtlSeconds: config.dedupeTtlSeconds,
     events: [...EVENT_NAMES, ...loadCustom().events.keys()],
     // Opened only when a payload is looked for; a store that cannot be read leaves it out.
@@ -62,7 +66,7 @@ export async function runInspect(
     }
     return 0;
   } finally {
-    await queue.close();
+    await Promise.all(queues.map((queue) => queue.close()));
   }
 }
 

@@ -6,7 +6,13 @@ import { queueUnion } from '../jobs/queue-union.js';
 import { RedisUnreachableError } from '../redis/connections.js';
 import { MissingSettingError, OperationalError, UsageError } from './cli-errors.js';
 import { safeOutput, type Output } from './print.js';
-import { listFailed, listFailures, listRevokedKeys, retryFailed } from './queue-commands.js';
+import {
+  listFailed,
+  listFailures,
+  listRevokedKeys,
+  printQueueKeys,
+  retryFailed,
+} from './queue-commands.js';
 import { createForwardQueue } from '../forwarding/forward-queue.js';
 import { runTts, runVoices } from './provider-commands.js';
 import { runSandbox, SANDBOX_FLAGS } from './sandbox-command.js';
@@ -18,6 +24,7 @@ import { StorageError } from '../storage/storage-errors.js';
 import { COMMANDS, commandUsage, USAGE } from './usage.js';
 import { runForward } from './forward-command.js';
 import { withRedis } from './with-redis.js';
+import { ShardCountError } from '../queue/shard-count.js';
 import { runInspect } from './inspect-command.js';
 
 const OPTIONS = {
@@ -61,6 +68,7 @@ const ACCEPTS: Readonly<Record<string, readonly string[]>> = {
   replay: [...REPLAY_FLAGS],
   forward: ['json', 'since', 'until', 'event'],
   inspect: ['json', 'event'],
+  queue: ['json'],
 };
 
 /**
@@ -168,6 +176,10 @@ export async function runCli(
         errors,
       );
     }
+    if (command === 'queue') {
+      if (rest.length !== 1 || rest[0] !== 'keys') throw new UsageError('queue takes keys');
+      return printQueueKeys(config, values.json === true, output);
+    }
     if (command === 'inspect') {
       if (rest.length !== 1 || rest[0] === undefined)
         throw new UsageError('inspect takes exactly one data.id');
@@ -197,7 +209,7 @@ export async function runCli(
       errors.out(`audio-webhooks: ${error.message}\n`);
       return 2;
     }
-    if (error instanceof ConfigError) {
+    if (error instanceof ConfigError || error instanceof ShardCountError) {
       errors.out(`audio-webhooks: ${error.message}\n`);
       return 2;
     }

@@ -2,7 +2,8 @@ import type { QueueReads } from '../jobs/queue-union.js';
 import type { Job } from 'bullmq';
 import { jobItemId, type DeliveryJobData } from '../queue/delivery-job-data.js';
 import { OperationalError } from './cli-errors.js';
-import { retryAfresh, type ForwardQueue } from '../forwarding/forward-queue.js';
+import { FORWARD_QUEUE, retryAfresh, type ForwardQueue } from '../forwarding/forward-queue.js';
+import { DELIVERY_QUEUE, waitLists } from '../queue/delivery-keys.js';
 import { printRows, type Output, type Row } from './print.js';
 import { counted } from '../util/counted.js';
 import { createFailureLog, type RecordedFailure } from '../records/failure-log.js';
@@ -176,6 +177,24 @@ export async function retryFailed(
     throw new OperationalError(`job ${jobId} is ${await job.getState()}, not failed`);
   await retryAfresh(job);
   output.out(`job ${jobId} put back on the queue\n`);
+  return 0;
+}
+
+/**
+ * `queue keys`: each wait list where a job waits for a worker, one row per shard of the deliveries
+ * then the forwards' (KEDA's Redis triggers read their lengths: docs/operations.md).
+ */
+export function printQueueKeys(
+  settings: { readonly queuePrefix: string; readonly queueShards: number },
+  json: boolean,
+  output: Output,
+): number {
+  const { queuePrefix: prefix, queueShards: shards } = settings;
+  const rows = [
+    ...waitLists(prefix, shards).map((key, shard) => ({ queue: DELIVERY_QUEUE, shard, key })),
+    { queue: FORWARD_QUEUE, shard: null, key: `${prefix}:${FORWARD_QUEUE}:wait` },
+  ];
+  printRows(output, rows, ['queue', 'shard', 'key'], json);
   return 0;
 }
 

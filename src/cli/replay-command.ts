@@ -10,7 +10,7 @@ import {
 import { replayDeliveries, type ReplayOptions } from '../archive/replay.js';
 import { loadCustom } from '../load-custom.js';
 import { createLogger } from '../telemetry/logger.js';
-import { createDeliveryQueue } from '../queue/delivery-queue.js';
+import { createDeliveryQueues } from '../queue/delivery-queue.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { deliveryTimeline, timelineTtlMs } from '../records/delivery-timeline.js';
 import type { ArchiveArea } from '../storage/audio-store.js';
@@ -222,7 +222,8 @@ export async function runReplay(
       }
     }
     const { selected, hours } = await select();
-    const queue = createDeliveryQueue({ connection: redis, prefix: config.queuePrefix });
+    const { queuePrefix: prefix, queueShards: shards } = config; // each delivery to its shard
+    const queues = createDeliveryQueues({ connection: redis, prefix, shards });
     const progress = startProgress(
       errors,
       'replay {bar} hour {value}/{total} | {seen} read | queued {queued} | already queued {already}',
@@ -239,10 +240,10 @@ export async function runReplay(
       }
     })();
     try {
-      const done = await replayDeliveries(queue, tracked, {
+      const done = await replayDeliveries(queues, tracked, {
         ...limits,
         resumeCommand: (from) => resumeCommand(args, query, from),
-        timeline: deliveryTimeline(redis, queue.layout.placeOf, timelineTtlMs(config)),
+        timeline: deliveryTimeline(redis, queues[0].layout.placeOf, timelineTtlMs(config)),
         onProgress(step) {
           const waiting =
             step.waitingOnBacklog === undefined
@@ -271,7 +272,7 @@ export async function runReplay(
       return 0;
     } finally {
       progress.stop();
-      await queue.close();
+      await Promise.all(queues.map((queue) => queue.close()));
     }
   });
 }

@@ -43,6 +43,10 @@ export const COMMANDS: Readonly<
     synopsis: 'inspect <id> [--event E] [--json]',
     does: "what happened to the delivery of this data.id: its state, timeline (received, re-sends, each attempt and why it failed, stored, handled or failed, forwarded per destination, retried, replayed) and forwards; --json prints the inspector API's object; exit 1 when none is kept",
   },
+  queue: {
+    synopsis: 'queue keys [--json]',
+    does: "each wait list where a job waits for a worker: one per shard of the deliveries (QUEUE_SHARDS), then the forwards'; what KEDA's Redis triggers measure",
+  },
   help: { synopsis: 'help [command]', does: "this text, or one command's" },
 };
 

@@ -6,8 +6,12 @@ import {
   type RedisConnection,
 } from '../redis/connections.js';
 import { messageOf, OperationalError } from './cli-errors.js';
+import { checkRecordedShardCount } from '../queue/shard-count.js';
 
-/** One connection that gives up at once: an unreachable Redis is one clear line, not a hang. */
+/**
+ * One connection that gives up at once: an unreachable Redis is one clear line, not a hang. A
+ * QUEUE_SHARDS other than the queue's recorded count is refused (ShardCountError).
+ */
 export async function withRedis<T>(
   config: Config,
   work: (redis: RedisConnection) => Promise<T>,
@@ -24,6 +28,8 @@ export async function withRedis<T>(
     throw new OperationalError(`cannot reach Redis at ${redisTarget(config)}: ${reason}`);
   }
   try {
+    // A CLI started with another QUEUE_SHARDS would read and write other shards' queues.
+    await checkRecordedShardCount(redis, config);
     return await work(redis);
   } finally {
     await redis.quit().catch(() => undefined);

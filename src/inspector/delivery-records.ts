@@ -91,24 +91,29 @@ export function decodeCursor(cursor: string): Cursor | undefined {
   }
 }
 
+/** One index entry and the record it names (undefined when the record is gone). */
+interface Indexed {
+  readonly score: number;
+  readonly member: string;
+  readonly raw: string | null;
+}
+
 /**
- * Records newest first from the time index (the failed one for `state: failed`), filtered,
- * `limit` at the most, and the cursor to the next page (null when the index has no more).
+ * One shard's index entries newest first, a page per round trip with the records they name (an
+ * index and its records share the shard's slot, so one MGET reads them). Equal times list in
+ * reverse order of member; those at or after the cursor's are left out.
  */
-export async function listRecords(
+async function* shardEntries(
   redis: RedisConnection,
   prefix: string,
   query: ListQuery,
-): Promise<{ records: ReadRecord[]; next: string | null }> {
+): AsyncGenerator<Indexed, undefined> {
   const keys = indexKeys(prefix);
   const index = query.state === 'failed' ? keys.failed : keys.all;
   const after = query.cursor;
   const max = String(after?.score ?? query.until ?? '+inf');
   const min = String(query.since ?? '-inf');
-  const records: ReadRecord[] = [];
-  let offset = 0;
-  let last: { score: number; member: string } | undefined;
-  while (offset < SCAN_BUDGET) {
+  for (let offset = 0; offset < SCAN_BUDGET; offset += PAGE) {
     const page = await redis.zrange(
       index,
       max,
@@ -120,12 +125,10 @@ export async function listRecords(
       PAGE,
       'WITHSCORES',
     );
-    offset += PAGE;
     const entries: { member: string; score: number }[] = [];
     for (let i = 0; i + 1 < page.length; i += 2) {
       const member = page[i] ?? '';
       const score = Number(page[i + 1]);
-      // Equal times list in reverse order of member: those after the cursor's come later.
       if (after !== undefined && score === after.score && member >= after.member) continue;
       entries.push({ member, score });
     }
@@ -133,17 +136,52 @@ export async function listRecords(
       entries.length === 0
         ? []
         : await redis.mget(entries.map((e) => recordKeyOf(prefix, e.member)));
-    for (const [at, entry] of entries.entries()) {
+    for (const [at, entry] of entries.entries()) yield { ...entry, raw: raws[at] ?? null };
+    if (page.length < PAGE * 2) return;
+  }
+}
+
+/** Whether `a` lists before `b`: newer first, then by member in reverse, as one index lists. */
+const before = (a: Indexed, b: Indexed) =>
+  a.score !== b.score ? a.score > b.score : a.member > b.member;
+
+/**
+ * Records newest first from the time index (the failed one for `state: failed`) of every shard
+ * (`prefixes`, each shard's), merged as one index, filtered, `limit` at the most, and the cursor
+ * to the next page (null when no index has more). A pair lives in one shard, so a member is in
+ * one index, and one cursor (score and member) says where the merged list stopped in each.
+ */
+export async function listRecords(
+  redis: RedisConnection,
+  prefixes: string | readonly string[],
+  query: ListQuery,
+): Promise<{ records: ReadRecord[]; next: string | null }> {
+  const shards = [prefixes].flat().map((prefix) => shardEntries(redis, prefix, query));
+  const heads = await Promise.all(shards.map(async (shard) => (await shard.next()).value));
+  const records: ReadRecord[] = [];
+  let last: Indexed | undefined;
+  try {
+    for (let read = 0; read < SCAN_BUDGET; read++) {
+      let at = -1;
+      heads.forEach((head, i) => {
+        const newest = heads[at];
+        if (head !== undefined && (newest === undefined || before(head, newest))) at = i;
+      });
+      const entry = heads[at];
+      const shard = shards[at];
+      if (entry === undefined || shard === undefined) return { records, next: null };
       last = entry;
-      const record = parseRecord(raws[at] ?? null, entry.member);
+      heads[at] = (await shard.next()).value;
+      const record = parseRecord(entry.raw, entry.member);
       if (record === undefined || !matches(record, query)) continue;
       records.push(record);
       if (records.length === query.limit)
         return { records, next: encodeCursor(entry.score, entry.member) };
     }
-    if (page.length < PAGE * 2) return { records, next: null };
+    return { records, next: last === undefined ? null : encodeCursor(last.score, last.member) };
+  } finally {
+    await Promise.all(shards.map((shard) => shard.return(undefined)));
   }
-  return { records, next: last === undefined ? null : encodeCursor(last.score, last.member) };
 }
 
 /** Whether a record is one the query asks for: every field given narrows it. */

@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import { KEEP } from '../jobs/start-job-worker.js';
 import type { DeliveryJobData } from '../queue/delivery-job-data.js';
-import type { DeliveryQueue } from '../queue/delivery-queue.js';
+import { queueOf, type DeliveryQueue } from '../queue/delivery-queue.js';
 import { pairDigest } from '../queue/delivery-keys.js';
 import { memberOf } from '../records/delivery-timeline.js';
 import type { RedisConnection } from '../redis/connections.js';
@@ -16,8 +16,8 @@ import {
 /** Where one delivery is looked for. */
 export interface DeliverySources {
   readonly redis: RedisConnection;
-  readonly prefix: string;
-  readonly queue: DeliveryQueue;
+  /** Each shard's queue, by index (createDeliveryQueues): a pair's job is in its shard's. */
+  readonly queues: readonly DeliveryQueue[];
   /** DEDUPE_TTL_SECONDS: a mark's age is this less the time it has left. */
   readonly dedupeTtlSeconds: number;
 }
@@ -28,6 +28,8 @@ export interface FoundDelivery {
   readonly record: ReadRecord;
   readonly jobId: string | undefined;
   readonly job: Job<DeliveryJobData> | undefined;
+  /** The queue of its shard, where its job is and where a retry or replay of it goes. */
+  readonly queue: DeliveryQueue;
 }
 
 const hours = (seconds: number) => `${seconds / 3600} h`;
@@ -44,7 +46,8 @@ export async function findDelivery(
   event: string,
   id: string,
 ): Promise<FoundDelivery | undefined> {
-  const { redis, queue } = sources;
+  const { redis } = sources;
+  const queue = queueOf(sources.queues, event, id);
   const pair = queue.layout.pairOf(event, id);
   const [record, mark] = await Promise.all([readRecord(redis, pair), redis.get(pair.mark)]);
   // A replay's step names the job it queued; else the pair's dedupe mark names its first.
@@ -54,14 +57,19 @@ export async function findDelivery(
   const job = state === undefined ? undefined : kept;
   if (record !== undefined) {
     const summary = { ...record.summary, state: state ?? record.summary.state };
-    return { record: { ...record, summary }, jobId, job };
+    return { record: { ...record, summary }, jobId, job, queue };
   }
   if (job !== undefined && state !== undefined)
-    return { record: fromJob(event, id, job, state), jobId, job };
+    return { record: fromJob(event, id, job, state), jobId, job, queue };
   if (mark === null) return undefined;
   const left = await redis.pttl(pair.mark);
   const age = left > 0 ? Math.max(0, sources.dedupeTtlSeconds * 1000 - left) : 0;
-  return { record: fromMark(event, id, mark, Date.now() - age), jobId, job: undefined };
+  return {
+    record: fromMark(event, id, mark, Date.now() - age),
+    jobId,
+    job: undefined,
+    queue,
+  };
 }
 
 /** Every delivery of a `data.id`, one per event it came with, newest first. */

@@ -5,7 +5,8 @@ import { knownDestinations, type RosterEntry } from '../forwarding/destination-r
 import { retryAfresh } from '../forwarding/forward-queue.js';
 import type { ForwardSettings } from '../config/forward-settings.js';
 import type { DestinationSettings } from '../config/resolve-destinations.js';
-import type { DeliveryQueue } from '../queue/delivery-queue.js';
+import { queueOf, type DeliveryQueue } from '../queue/delivery-queue.js';
+import { DELIVERY_QUEUE } from '../queue/delivery-keys.js';
 import type { DeliveryTimeline } from '../records/delivery-timeline.js';
 import type { RedisConnection } from '../redis/connections.js';
 import type { AudioStore } from '../storage/audio-store.js';
@@ -40,6 +41,8 @@ export interface DetailView {
   readonly api: DeliveryDetail;
   /** Its current job, and why it failed last. */
   readonly jobId: string | undefined;
+  /** The queue dashboard's name of its shard's queue (boardQueueName). @defaultValue deliveries */
+  readonly boardQueue?: string;
   readonly failedReason: string | undefined;
   /** Each of its destinations' shared state (paused or not). */
   readonly destinations: readonly DestinationStatus[];
@@ -47,8 +50,10 @@ export interface DetailView {
 
 export interface InspectorDeps {
   readonly redis: RedisConnection;
+  /** QUEUE_PREFIX: where forwarding's shared state is. */
   readonly prefix: string;
-  readonly queue: DeliveryQueue;
+  /** Each shard's deliveries queue, by index (createDeliveryQueues): all read as one. */
+  readonly queues: readonly [DeliveryQueue, ...DeliveryQueue[]];
   readonly timeline: DeliveryTimeline;
   /** DEDUPE_TTL_SECONDS: when a delivery known by its dedupe mark alone was accepted. */
   readonly dedupeTtlSeconds: number;
@@ -82,6 +87,17 @@ const UNKNOWN_DELIVERY: ActionResult = {
   notice: 'unknown_delivery',
 };
 
+/**
+ * The queue dashboard's name of shard `shard` of `shards` (receiver/admin-dashboard.ts shows one
+ * queue per shard): `deliveries` alone with one shard, else the shard's number before it.
+ */
+export function boardQueueName(shard: number, shards: number): string {
+  return shards === 1 ? DELIVERY_QUEUE : `${boardShardPrefix(shard)}${DELIVERY_QUEUE}`;
+}
+
+/** What bull-board's adapter puts before a shard's queue name (its `prefix` option). */
+export const boardShardPrefix = (shard: number) => `shard${String(shard)}-`;
+
 /** Each archive read is bounded: a slow store makes a page say so, not hang. */
 const ARCHIVE_DEADLINE_MS = 5_000;
 
@@ -92,8 +108,9 @@ const ARCHIVE_DEADLINE_MS = 5_000;
  * the actions, each the code its CLI command runs.
  */
 export function createInspector(deps: InspectorDeps) {
-  const { redis, prefix, queue } = deps;
-  const sources = { redis, prefix, queue, dedupeTtlSeconds: deps.dedupeTtlSeconds };
+  const { redis, prefix, queues } = deps;
+  const sources = { redis, queues, dedupeTtlSeconds: deps.dedupeTtlSeconds };
+  const shards = queues[0].layout.prefixes;
   // Its own destinations (FORWARD_URLS, FORWARD_CONFIG) and those the workers announce. It only
   // reads their state, pauses and resumes them: the failure count and the probe interval, which
   // the control takes, are what the workers' sends use.
@@ -129,7 +146,7 @@ export function createInspector(deps: InspectorDeps) {
   async function detail(event: string, id: string): Promise<DetailView | undefined> {
     const found = await findDelivery(sources, event, id);
     if (found === undefined) return undefined;
-    const { record, job, jobId } = found;
+    const { record, job, jobId, queue } = found;
     const payload =
       payloadOfJob(job) ??
       (await archived(event, id, record.summary.received_at).catch(() => undefined))?.delivery ??
@@ -151,6 +168,7 @@ export function createInspector(deps: InspectorDeps) {
         forwards: record.forwards,
       },
       jobId,
+      boardQueue: boardQueueName(shards.indexOf(queue.opts.prefix ?? ''), shards.length),
       failedReason: record.summary.state === 'failed' ? job?.failedReason : undefined,
       destinations: statuses,
     };
@@ -169,7 +187,7 @@ export function createInspector(deps: InspectorDeps) {
           .filter((record) => matches(record, query));
         return { records: found.slice(0, query.limit), next: null };
       }
-      return await listRecords(redis, prefix, query);
+      return await listRecords(redis, shards, query);
     },
     /** Every destination known (this process's and the workers' announced), with its state. */
     async destinations(): Promise<{ entry: RosterEntry; status: DestinationStatus | undefined }[]> {
@@ -187,6 +205,7 @@ export function createInspector(deps: InspectorDeps) {
           message: `the delivery is ${found.api.state}, not failed`,
           notice: 'not_failed',
         };
+      const queue = queueOf(queues, event, id);
       const job = found.jobId === undefined ? undefined : await queue.getJob(found.jobId);
       if (job === undefined || !(await job.isFailed()))
         return {
@@ -226,7 +245,7 @@ export function createInspector(deps: InspectorDeps) {
           message: 'nothing archived for it (ARCHIVE_RETENTION_HOURS)',
           notice: 'not_archived',
         };
-      const done = await replayDeliveries(queue, [entry], { timeline: deps.timeline });
+      const done = await replayDeliveries(queues, [entry], { timeline: deps.timeline });
       return done.queued === 1
         ? {
             kind: 'done',

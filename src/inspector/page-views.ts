@@ -211,7 +211,8 @@ export function detailPage(view: DetailView, readOnly: boolean, shown: ListView[
   const job =
     view.jobId === undefined
       ? '—'
-      : html`<a href="${QUEUES}/queue/deliveries/${encodeURIComponent(view.jobId)}"
+      : html`<a
+            href="${QUEUES}/queue/${encodeURIComponent(view.boardQueue ?? 'deliveries')}/${encodeURIComponent(view.jobId)}"
             >${view.jobId}</a
           >
           (in the queue dashboard)`;

@@ -80,6 +80,14 @@ export function shardPrefixes(prefix: string, shards: number): string[] {
   });
 }
 
+/**
+ * Each shard's wait list, by index: BullMQ's list where a new delivery waits for a worker (what
+ * KEDA's Redis trigger measures; `queue keys` prints them).
+ */
+export function waitLists(prefix: string, shards: number): string[] {
+  return shardPrefixes(prefix, shards).map((shard) => `${shard}:${DELIVERY_QUEUE}:wait`);
+}
+
 /** A pair's shard: from its digest alone, so a re-send lands where its first copy did. */
 const shardOf = (digest: string, shards: number) =>
   Buffer.from(digest, 'base64url').readUInt32BE(0) % shards;

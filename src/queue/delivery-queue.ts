@@ -174,6 +174,25 @@ export function createDeliveryQueues(
   }) as [DeliveryQueue, ...DeliveryQueue[]];
 }
 
+/**
+ * The queue of a pair's shard among each shard's, by index (createDeliveryQueues): where its
+ * job, mark and timeline are, and where a retry or a replay of it goes (never a queue no worker
+ * serves).
+ */
+export function queueOf(
+  queues: readonly DeliveryQueue[],
+  event: string,
+  id: string,
+): DeliveryQueue {
+  const [first] = queues;
+  const queue = first === undefined ? undefined : queues[first.layout.placeOf(event, id).shard];
+  if (queue === undefined)
+    throw new Error(
+      `${String(queues.length)} queues given for ${String(first?.layout.prefixes.length)} shards`,
+    );
+  return queue;
+}
+
 function shardQueue(options: DeliveryQueueOptions, prefix: string): DeliveryQueue {
   return new DeliveryQueue(DELIVERY_QUEUE, {
     connection: options.connection,

@@ -13,7 +13,7 @@ import { createForwardQueue } from '../forwarding/forward-queue.js';
 import type { DeliveryQueue } from '../queue/delivery-queue.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { INSPECTOR_API, INSPECTOR_PAGE, inspectorApi } from '../inspector/api-routes.js';
-import { createInspector, type InspectorDeps } from '../inspector/inspector.js';
+import { boardShardPrefix, createInspector, type InspectorDeps } from '../inspector/inspector.js';
 import { inspectorPages } from '../inspector/page-routes.js';
 
 export const ADMIN_PATH = '/admin/queues';
@@ -32,14 +32,15 @@ export interface DashboardOptions {
   readonly readOnly: boolean;
   /** ADMIN_HOSTS: the names a change's Origin may carry, besides IP literals and localhost. */
   readonly hosts: readonly string[];
-  readonly queue: DeliveryQueue;
+  /** Each shard's deliveries queue, by index: the board shows one queue per shard. */
+  readonly queues: readonly [DeliveryQueue, ...DeliveryQueue[]];
   /** Where wrong passwords are counted: shared by every receiver process and replica. */
   readonly redis: RedisConnection;
   /** Key prefix of the counts (QUEUE_PREFIX). */
   readonly prefix: string;
   readonly logger: Logger;
   /** The delivery inspector's parts beside the queue and Redis above (inspector/). */
-  readonly inspector: Omit<InspectorDeps, 'redis' | 'prefix' | 'queue'>;
+  readonly inspector: Omit<InspectorDeps, 'redis' | 'prefix' | 'queues'>;
 }
 
 /**
@@ -80,10 +81,22 @@ export function adminDashboard(options: DashboardOptions): Router {
   forwards.on('error', (error: unknown) => {
     options.logger.debug({ err: error }, 'forward queue error (dashboard)');
   });
+  const { queues, readOnly } = options;
+  // One queue per shard, named by boardQueueName (the inspector's job links name it too).
+  const shards = queues.map(
+    (queue, shard) =>
+      new BullMQAdapter(queue, {
+        readOnlyMode: readOnly,
+        ...(queues.length === 1
+          ? {}
+          : {
+              prefix: boardShardPrefix(shard),
+              description: `the deliveries' shard ${String(shard)} of ${String(queues.length)} (QUEUE_SHARDS)`,
+            }),
+      }),
+  );
   createBullBoard({
-    queues: [options.queue, forwards].map(
-      (queue) => new BullMQAdapter(queue, { readOnlyMode: options.readOnly }),
-    ),
+    queues: [...shards, new BullMQAdapter(forwards, { readOnlyMode: readOnly })],
     serverAdapter: board,
     options: { uiConfig: { boardTitle: 'audio-webhooks' } },
   });
@@ -103,7 +116,7 @@ export function adminDashboard(options: DashboardOptions): Router {
     ...options.inspector,
     redis: options.redis,
     prefix: options.prefix,
-    queue: options.queue,
+    queues,
   });
   const router = Router();
   router.use(ADMIN_PATH, ...guards, board.getRouter() as RequestHandler);

@@ -148,7 +148,7 @@ export function createReceiver(
     webhook,
     isShuttingDown,
     metrics: { contentType: registry.contentType, text: metricsText },
-    dashboard: dashboardOptions(config, queue, redis, logger, {
+    dashboard: dashboardOptions(config, queues, redis, logger, {
       timeline,
       dedupeTtlSeconds: config.dedupeTtlSeconds,
       events: [...EVENT_NAMES, ...customEvents.keys()],
@@ -242,7 +242,7 @@ function buildApp(parts: AppParts, surface: Surface): Express {
 
 function dashboardOptions(
   config: Pick<WebSettings, 'adminPassword' | 'adminReadOnly' | 'adminHosts' | 'queuePrefix'>,
-  queue: DeliveryQueue,
+  queues: readonly [DeliveryQueue, ...DeliveryQueue[]],
   redis: RedisConnection,
   logger: Logger,
   inspector: DashboardOptions['inspector'],
@@ -253,7 +253,7 @@ function dashboardOptions(
     password: config.adminPassword,
     readOnly: config.adminReadOnly,
     hosts: config.adminHosts,
-    queue,
+    queues,
     redis,
     prefix: config.queuePrefix,
     logger,

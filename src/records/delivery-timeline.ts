@@ -234,7 +234,9 @@ export function deliveryTimeline(
         keys.record,
         keys.all,
         keys.failed,
-        step.jobData?.key ?? '',
+        // No job to write: a key of the record's own slot stands in (the script reads KEYS[4]
+        // only with data to write), since on a Cluster every key of a script must share a slot.
+        step.jobData?.key ?? keys.record,
         Date.now(),
         step.code ?? '',
         storedDetail(step.code ?? '', step.detail ?? ''),

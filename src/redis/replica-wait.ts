@@ -58,9 +58,11 @@ export async function execThenWait(
   const results = ((await pipeline.exec()) ?? []) as Reply[];
   const [execError, inner] = results.at(-2) ?? [new Error('no EXEC reply'), undefined];
   const [waitError, acknowledged] = results.at(-1) ?? [null, 0];
-  if (results.some(([error]) => error !== null && /^(MOVED|ASK) /.test(error.message)))
-    await onRedirected?.();
-  if (execError !== null) throw execError;
+  // A primary that is a replica now (it came back after its failover) refuses each queued
+  // command with MOVED and the EXEC with EXECABORT: the MOVED is what says where to go.
+  const moved = results.find(([error]) => error !== null && /^(MOVED|ASK) /.test(error.message));
+  if (moved !== undefined) await onRedirected?.();
+  if (execError !== null) throw moved?.[0] ?? execError;
   if (waitError !== null) throw waitError;
   if (!Array.isArray(inner)) throw new NilExecError();
   const replies = inner.map((value: unknown): Reply =>
