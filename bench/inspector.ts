@@ -8,7 +8,7 @@ import {
   type StoredRecord,
 } from '../src/records/delivery-timeline.js';
 import { createInspector } from '../src/inspector/inspector.js';
-import { loadConfig } from '../src/config/config.js';
+import { loadConfig } from '../src/settings.js';
 import { startPrivateRedis } from '../harness/private-redis.js';
 
 /**

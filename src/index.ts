@@ -14,7 +14,7 @@ export {
 } from './receiver/receiver.js';
 export { defineEvent, type EventDefinition } from './hooks/define-event.js';
 export type { Delivery } from './provider-spec/delivery.js';
-export { loadConfig, ConfigError, type Config } from './config/config.js';
+export { loadConfig, ConfigError, type Config } from './settings.js';
 export {
   createRevocationRegistry,
   type RevocationRegistry,

@@ -1,4 +1,4 @@
-import type { Config } from '../config/config.js';
+import type { Config } from '../settings.js';
 import { createArchive } from '../archive/archive.js';
 import { createInspector, type DetailView } from '../inspector/inspector.js';
 import { age } from '../inspector/page-frame.js';

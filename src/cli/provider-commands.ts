@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { pino } from 'pino';
 import { join } from 'node:path';
 import type { RedisConnection } from '../redis/connections.js';
-import { parseSettings, type Config } from '../config/config.js';
+import { parseSettings, type Config } from '../settings.js';
 import { createProviderClient, type ProviderClient } from '../provider/create-provider-client.js';
 import {
   NoKeyLeftError,

@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import type { Config } from '../config/config.js';
+import type { Config } from '../settings.js';
 import {
   createArchive,
   hourFolder,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../config/config.js';
+import type { RedisSettings } from '../config/redis-settings.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { webStoreDeadlineMs } from '../redis/connections.js';
 import { withDeadline } from '../util/deadline.js';
@@ -52,7 +52,7 @@ export function createDeliveryStore(
   /** Each shard's queue, by index (createDeliveryQueues). */
   queues: readonly [DeliveryQueue, ...DeliveryQueue[]],
   redis: RedisConnection,
-  config: Pick<Config, 'dedupeTtlSeconds' | 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
+  config: Pick<RedisSettings, 'dedupeTtlSeconds' | 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
   /** Holds deliveries back while Redis may evict, is in the workers' reserve, or refuses. */
   gate?: WriteGate,
   /** Where the inspector reads what became of it: written in the same transaction. */
@@ -94,7 +94,7 @@ const receivedDetail = (secret: number | undefined, body: string, traceparent?: 
  */
 function confirmed({
   redisWaitReplicas,
-}: Pick<Config, 'redisWaitReplicas'>): (result: EnqueueResult) => EnqueueResult {
+}: Pick<RedisSettings, 'redisWaitReplicas'>): (result: EnqueueResult) => EnqueueResult {
   return (result) => {
     const acknowledged = result.acknowledged ?? 0;
     if (acknowledged < redisWaitReplicas) {

@@ -11,7 +11,7 @@ import {
   runReplay,
   type ReplayArgs,
 } from '../../src/cli/replay-command';
-import { loadConfig } from '../../src/config/config';
+import { loadConfig } from '../../src/settings';
 import { createDeliveryQueue } from '../../src/queue/delivery-queue';
 import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
 import { runCliProcess } from '../helpers/replay-app';
