@@ -97,10 +97,7 @@ export async function runStores(
       return name;
     };
     // The SDK's nine-line Node-version notice, once per baseline process, is not a figure.
-    const s3Env = {
-      ...gateway.env,
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-    };
+    const s3Env = { ...gateway.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
     // The three local runs, three rounds, each kind's median run (by items/s) reported. One run
     // of each moved by up to 0.4 ms of worker CPU per item from one run to the next on this disk,
     // more than the archive costs.
@@ -224,10 +221,8 @@ export async function runStores(
 const NO_ARCHIVE = { ARCHIVE_RETENTION_HOURS: '0' };
 /**
  * Each round's order, as positions in a list of three kinds (the first the baseline): each of the
- * other two follows the baseline once, and the baseline runs last once. In a first run of the
- * local rounds in one order, the service with the archive, always right after the naive worker,
- * looked slower; the whole run that followed, in these orders, measured it slower in the rounds
- * where it did not follow it too.
+ * other two follows the baseline once, and the baseline runs last once, since a kind that always
+ * ran right after the naive worker looked slower than it was.
  */
 const ORDERS = [
   [0, 1, 2],

@@ -33,13 +33,6 @@ export type StoreDelivery = (
 ) => Promise<EnqueueResult>;
 
 /**
- * The web side's one way to store a delivery, and the one owner of its deadline: the queue's
- * connection must be up (a request made while it is down fails at once instead of queuing), and
- * the whole store, replica acknowledgements included, must answer within the web connection's
- * command timeout. Commands queued behind a stalled pipeline each get ioredis's own timeout
- * only once sent, which let a paused Redis hold requests for about 2 s; this bounds the request.
- */
-/**
  * What a queued delivery costs Redis, an upper bound: its body rounded up to the allocator's
  * size class (jemalloc's classes are up to 25 % apart; a large body also keeps the slack of the
  * query buffer it arrived in), plus the job's fields, its mark and its event, and its timeline
@@ -48,6 +41,13 @@ export type StoreDelivery = (
  */
 const storedBytes = (bodyBytes: number) => Math.ceil(bodyBytes * 1.25) + 2048 + 512;
 
+/**
+ * The web side's one way to store a delivery, and the one owner of its deadline: the queue's
+ * connection must be up (a request made while it is down fails at once instead of queuing), and
+ * the whole store, replica acknowledgements included, must answer within the web connection's
+ * command timeout. Commands queued behind a stalled pipeline each get ioredis's own timeout
+ * only once sent, which let a paused Redis hold requests past it; this bounds the request.
+ */
 export function createDeliveryStore(
   /** Each shard's queue, by index (createDeliveryQueues). */
   queues: readonly [DeliveryQueue, ...DeliveryQueue[]],
