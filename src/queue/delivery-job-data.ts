@@ -65,10 +65,8 @@ export function deliveryOf(data: DeliveryJobData): Delivery | undefined {
   return data.event;
 }
 
-/** An id as records and log lines show it: its first 200 characters (an id may be 1 MB). */
-export function shownId(id: string): string {
-  return id.length <= 200 ? id : Array.from(id).slice(0, 200).join('');
-}
+/** How many characters of an id a handled job and log lines show (an id may be 1 MB). */
+export const SHOWN_ID_CHARS = 200;
 
 /** The item's data.id (a handled job's record has its first 200 characters). */
 export function jobItemId(data: DeliveryJobData): string | undefined {

@@ -1,5 +1,6 @@
 import type { Delivery } from '../provider-spec/delivery.js';
-import { shownId, type DeliveryJobData } from './delivery-job-data.js';
+import { firstChars } from '../util/first-chars.js';
+import { SHOWN_ID_CHARS, type DeliveryJobData } from './delivery-job-data.js';
 
 /**
  * A payload longer than this must be replaced, once its job has done its work, by a record
@@ -23,7 +24,7 @@ export function handledData(data: DeliveryJobData, delivery: Delivery): Delivery
     ...(replay === undefined ? {} : { replay }),
     handled: {
       event: delivery.event,
-      id: shownId(delivery.data.id),
+      id: firstChars(delivery.data.id, SHOWN_ID_CHARS),
       at: new Date().toISOString(),
     },
   };

@@ -1,4 +1,5 @@
 import type { RedisConnection } from '../redis/connections.js';
+import { firstChars } from '../util/first-chars.js';
 import { LISTED_DUPLICATES, MAX_STEPS, RECEIVED, STEP } from './timeline-scripts.js';
 
 export { LISTED_DUPLICATES, MAX_STEPS };
@@ -108,11 +109,10 @@ export function timelineKeys({ prefix, digest }: TimelinePlace): TimelineKeys {
 }
 
 /**
- * An id as a record keeps it: its first 64 characters (the provider's are far shorter; a record
+ * How many characters of an id a timeline keeps (the provider's are far shorter; the timeline
  * of a longer one shows its start, and its page is still found by the whole id).
  */
-export const recordedId = (id: string) =>
-  id.length <= 64 ? id : Array.from(id).slice(0, 64).join('');
+const KEPT_ID_CHARS = 64;
 
 const cut = (detail: string) =>
   detail.length <= DETAIL_CHARS ? detail : `${detail.slice(0, DETAIL_CHARS - 1)}…`;
@@ -242,7 +242,7 @@ export function deliveryTimeline(
         ttlMs,
         keys.member,
         subject.event,
-        recordedId(subject.id),
+        firstChars(subject.id, KEPT_ID_CHARS),
         subject.receivedAt,
         step.state ?? '',
         step.attempts ?? '',
@@ -263,7 +263,7 @@ export function deliveryTimeline(
         jobId,
         Date.now(),
         subject.event,
-        recordedId(subject.id),
+        firstChars(subject.id, KEPT_ID_CHARS),
         cut(detail),
         ttlMs,
         keys.member,

@@ -6,10 +6,11 @@ import { forwardMessage } from '../forwarding/forward-message.js';
 import {
   deliveryOf,
   jobItemId,
-  shownId,
+  SHOWN_ID_CHARS,
   type DeliveryJobData,
 } from '../queue/delivery-job-data.js';
 import { handledData, payloadTooBigToKeep } from '../queue/job-retention.js';
+import { firstChars } from '../util/first-chars.js';
 import type { StepRecorder } from './record-steps.js';
 import { jsonMember } from '../provider-spec/json-member.js';
 import type { DeliveryJob, Handled } from './dispatch.js';
@@ -121,5 +122,5 @@ export type DeliveryWorker = Worker<DeliveryJobData>;
 
 /** What a "job failed" line says of a delivery job: the item, not only the job. */
 export function describeDeliveryJob(job: Job<DeliveryJobData>): Record<string, unknown> {
-  return { id: shownId(jobItemId(job.data) ?? '') };
+  return { id: firstChars(jobItemId(job.data) ?? '', SHOWN_ID_CHARS) };
 }
