@@ -19,8 +19,14 @@ export {
   createRevocationRegistry,
   type RevocationRegistry,
   type RevokedKey,
-} from './records/revocation-registry.js';
-export { createFailureLog, type FailureLog, type RecordedFailure } from './records/failure-log.js';
+} from './history/revocation-registry.js';
+export {
+  createFailureLog,
+  type FailureLog,
+  type LoggedFailure,
+  /** @deprecated the failure log's entry is a LoggedFailure now. */
+  type LoggedFailure as RecordedFailure,
+} from './history/failure-log.js';
 export { signPayload } from './provider-spec/signature.js';
 export { verifySignature, type VerifyResult } from './provider-spec/signature.js';
 export type {
@@ -42,9 +48,15 @@ export type {
   AudioStore,
   AudioMetadata,
   AudioDetails,
-  ArchiveArea,
+  FileArea,
+  /** @deprecated the store's small-files area is a FileArea now. */
+  FileArea as ArchiveArea,
 } from './storage/audio-store.js';
-export { createLocalArchiveArea } from './storage/local/local-archive-area.js';
+export {
+  createLocalFileArea,
+  /** @deprecated the store's small-files area is a FileArea now: createLocalFileArea. */
+  createLocalFileArea as createLocalArchiveArea,
+} from './storage/local/local-file-area.js';
 export {
   createArchive,
   type Archive,

@@ -1,4 +1,4 @@
-import type { ArchiveArea } from '../storage/audio-store.js';
+import type { FileArea } from '../storage/audio-store.js';
 import { batchFileName, writerName } from './file-kind.js';
 import { addBucket } from './folders.js';
 
@@ -45,7 +45,7 @@ interface OpenBatch {
  * util/group-commit.ts, which runs one task for every caller: here each batch is its own PUT,
  * by hour, and a batch also ends by its linger and its size.
  */
-export function batchWriter(put: ArchiveArea['put'], lingerMs: number) {
+export function batchWriter(put: FileArea['put'], lingerMs: number) {
   const writer = writerName();
   let sequence = 0;
   let putting = 0;

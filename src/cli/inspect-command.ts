@@ -5,7 +5,7 @@ import { age } from '../inspector/page-frame.js';
 import { loadCustom } from '../load-custom.js';
 import { EVENT_NAMES } from '../provider-spec/events.js';
 import { createDeliveryQueue } from '../queue/delivery-queue.js';
-import { deliveryTimeline, timelineTtlMs } from '../records/delivery-timeline.js';
+import { deliveryTimeline, timelineTtlMs } from '../history/delivery-timeline.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { OperationalError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';

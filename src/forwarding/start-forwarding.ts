@@ -19,7 +19,7 @@ import { createForwardSigner } from './senders/forward-signer.js';
 import { forwardAtOnce } from './forward-at-once.js';
 import type { ForwardMessage } from './forward-message.js';
 import { sendForward } from './send-forward.js';
-import type { DeliveryTimeline } from '../records/delivery-timeline.js';
+import type { DeliveryTimeline } from '../history/delivery-timeline.js';
 
 export interface Forwarding {
   /**

@@ -6,19 +6,19 @@ import { retryAfresh } from '../forwarding/forward-queue.js';
 import type { ForwardSettings } from '../forwarding/settings/forward-settings.js';
 import type { DestinationSettings } from '../forwarding/settings/resolve-destinations.js';
 import type { DeliveryQueue } from '../queue/delivery-queue.js';
-import type { DeliveryTimeline } from '../records/delivery-timeline.js';
+import type { DeliveryTimeline } from '../history/delivery-timeline.js';
 import type { RedisConnection } from '../redis/connections.js';
 import type { AudioStore } from '../storage/audio-store.js';
 import { withDeadline } from '../util/deadline.js';
 import {
-  listRecords,
+  listTimelines,
   matches,
   payloadOfJob,
   type DeliverySummary,
   type ForwardPart,
   type ListQuery,
   type TimelineStep,
-} from './delivery-records.js';
+} from './timeline-queries.js';
 import { findById, findDelivery } from './find-delivery.js';
 import type { NoticeCode } from './notices.js';
 
@@ -87,7 +87,7 @@ const ARCHIVE_DEADLINE_MS = 5_000;
 
 /**
  * The delivery inspector's model, shared by the API, the page and the CLI: list from the timeline
- * records (records/delivery-timeline.ts), find one delivery by what is kept of it
+ * timelines (history/delivery-timeline.ts), find one delivery by what is kept of it
  * (find-delivery.ts), show it whole (its job, its archived payload, its destinations' state), and
  * the actions, each the code its CLI command runs.
  */
@@ -117,7 +117,7 @@ export function createInspector(deps: InspectorDeps) {
     const archive = await deps.archive();
     if (archive === undefined) return undefined;
     const at = Date.parse(receivedAt);
-    // The archive's time is the job's, a moment after the record's: a minute either side.
+    // The archive's time is the job's, a moment after the timeline's: a minute either side.
     const query = { ids: [id], event, since: new Date(at - 60_000), until: new Date(at + 60_000) };
     const find = async () => {
       for await (const entry of archive.find(query)) return entry;
@@ -169,7 +169,7 @@ export function createInspector(deps: InspectorDeps) {
           .filter((record) => matches(record, query));
         return { records: found.slice(0, query.limit), next: null };
       }
-      return await listRecords(redis, prefix, query);
+      return await listTimelines(redis, prefix, query);
     },
     /** Every destination known (this process's and the workers' announced), with its state. */
     async destinations(): Promise<{ entry: RosterEntry; status: DestinationStatus | undefined }[]> {
@@ -197,7 +197,7 @@ export function createInspector(deps: InspectorDeps) {
       await retryAfresh(job);
       const subject = { event, id, receivedAt: Date.parse(found.api.received_at) };
       await deps.timeline
-        .record(subject, {
+        .write(subject, {
           code: 'T',
           state: 'q',
           failedIndex: '-',

@@ -8,7 +8,7 @@ import type { Delivery } from '../provider-spec/delivery.js';
 import { deliveryJobData, type DeliveryJobData } from '../queue/delivery-job-data.js';
 import { type DeliveryQueue } from '../queue/delivery-queue.js';
 import { deduplicationOf, defineMark, markPair } from '../queue/delivery-keys.js';
-import { defineTimelineCommands, type DeliveryTimeline } from '../records/delivery-timeline.js';
+import { defineTimelineCommands, type DeliveryTimeline } from '../history/delivery-timeline.js';
 import { classifyEnqueueError, EnqueueUnavailableError } from './enqueue-errors.js';
 
 export interface EnqueueResult {
@@ -23,7 +23,7 @@ export interface EnqueueResult {
  * Stores one delivery: resolves once it is in Redis (and on the replicas REDIS_WAIT_REPLICAS
  * asks for), or throws EnqueueUnavailableError (retry later) or UnqueueableDeliveryError (never).
  */
-export type StoreDelivery = (
+export type QueueDelivery = (
   delivery: Delivery,
   body: string,
   /** Which of WEBHOOK_SECRETS verified it, by index (0: the first), for its timeline. */
@@ -48,7 +48,7 @@ const storedBytes = (bodyBytes: number) => Math.ceil(bodyBytes * 1.25) + 2048 + 
  * command timeout. Commands queued behind a stalled pipeline each get ioredis's own timeout
  * only once sent, which let a paused Redis hold requests past it; this bounds the request.
  */
-export function createDeliveryStore(
+export function createQueueDelivery(
   /** Each shard's queue, by index (createDeliveryQueues). */
   queues: readonly [DeliveryQueue, ...DeliveryQueue[]],
   redis: RedisConnection,
@@ -57,7 +57,7 @@ export function createDeliveryStore(
   gate?: WriteGate,
   /** Where the inspector reads what became of it: written in the same transaction. */
   timeline?: DeliveryTimeline,
-): StoreDelivery {
+): QueueDelivery {
   const deadlineMs = webStoreDeadlineMs(config);
   return async (delivery, body, secret, traceparent) => {
     if (redis.status !== 'ready') throw new EnqueueUnavailableError('Redis is not connected');

@@ -9,14 +9,14 @@ import {
   SHOWN_ID_CHARS,
   type DeliveryJobData,
 } from '../queue/delivery-job-data.js';
-import { handledData, payloadTooBigToKeep } from '../queue/job-retention.js';
+import { handledData, payloadTooBigToKeep } from '../queue/handled-summary.js';
 import { firstChars } from '../util/first-chars.js';
-import type { StepRecorder } from './record-steps.js';
+import type { StepWriter } from './timeline-steps.js';
 import { jsonMember } from '../provider-spec/json-member.js';
 import type { DeliveryJob, Handled } from './dispatch.js';
 
 /** The steps after a delivery is taken, in the order runDelivery runs them. */
-export interface DeliverySteps {
+export interface DeliveryStages {
   /**
    * Starts archiving it for replay while it is handled; `written()`, called once the job waits
    * for it, rejects when it could not be archived (the job is retried). Undefined: the archive
@@ -31,18 +31,18 @@ export interface DeliverySteps {
    */
   readonly forward: ((jobId: string, message: ForwardMessage) => Promise<void>) | undefined;
   /** Notes each step in the delivery's timeline, for the inspector. Undefined: none kept. */
-  readonly recorder?: StepRecorder | undefined;
+  readonly recorder?: StepWriter | undefined;
 }
 
 /**
  * One delivery job, top to bottom: archive (alongside), handle, forward what handling stored,
- * then keep a record of the job in place of its payload. A job that throws is retried by
+ * then keep a summary of the job in place of its payload. A job that throws is retried by
  * BullMQ and runs these steps again: a download finds its audio stored, a forward job that
  * exists is not added twice.
  */
 export async function runDelivery(
   job: Job<DeliveryJobData>,
-  steps: DeliverySteps,
+  steps: DeliveryStages,
 ): Promise<unknown> {
   const delivery = deliveryOf(job.data);
   // Handled already: its worker died after the last step below, before BullMQ marked it.
@@ -70,7 +70,7 @@ async function runSteps(
   job: Job<DeliveryJobData>,
   delivery: Delivery,
   taken: DeliveryJob,
-  steps: DeliverySteps,
+  steps: DeliveryStages,
 ): Promise<unknown> {
   // Archived while it is handled, not before: the archive never delays a delivery. The job ends
   // only once its archive write has ended; one that failed fails the job after its handling and
@@ -108,9 +108,9 @@ async function runSteps(
     }
     throw notArchived;
   }
-  // Last: the completed job keeps a record, not the payload (the archive holds it, and the
+  // Last: the completed job keeps a summary, not the payload (the archive holds it, and the
   // forward job when there is one): a kept payload costs the noeviction Redis many times its size.
-  // With a timeline, its `handled` step writes the record (record-steps.ts), whatever the size.
+  // With a timeline, its `handled` step writes the summary (timeline-steps.ts), whatever the size.
   if (steps.recorder !== undefined) await steps.recorder.handled(job, delivery);
   else if (payloadTooBigToKeep(job.data.body))
     await job.updateData(handledData(job.data, delivery));

@@ -21,7 +21,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['util', 'provider-spec'],
   ['config'],
   ['redis', 'telemetry', 'jobs', 'http-server'],
-  ['storage', 'records', 'queue', 'download', 'hooks'],
+  ['storage', 'history', 'queue', 'download', 'hooks'],
   ['receiver', 'worker', 'forwarding', 'archive', 'inspector'],
   ['provider', 'sandbox', 'dev'],
   ['.'],

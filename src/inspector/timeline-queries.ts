@@ -2,21 +2,21 @@ import type { Job } from 'bullmq';
 import type { RedisConnection } from '../redis/connections.js';
 import {
   indexKeys,
-  recordKeyOf,
+  timelineKeyOf,
   timelineKeys,
   type TimelinePlace,
-} from '../records/delivery-timeline.js';
+} from '../history/delivery-timeline.js';
 import type { DeliveryJobData } from '../queue/delivery-job-data.js';
-import { parseRecord, type DeliveryState, type ReadRecord } from './read-record.js';
+import { parseTimeline, type DeliveryState, type ReadTimeline } from './parse-timeline.js';
 
 export type {
   DeliveryState,
   DeliverySummary,
   ForwardPart,
   ForwardState,
-  ReadRecord,
+  ReadTimeline,
   TimelineStep,
-} from './read-record.js';
+} from './parse-timeline.js';
 
 const BULLMQ_STATES: Readonly<Record<string, DeliveryState>> = {
   waiting: 'queued',
@@ -33,13 +33,13 @@ export function stateOfJob(state: string): DeliveryState | undefined {
   return Object.hasOwn(BULLMQ_STATES, state) ? BULLMQ_STATES[state] : undefined;
 }
 
-/** The record of one `event` + `data.id` pair, or undefined when none is kept. */
-export async function readRecord(
+/** The timeline of one `event` + `data.id` pair, or undefined when none is kept. */
+export async function readTimeline(
   redis: RedisConnection,
   place: TimelinePlace,
-): Promise<ReadRecord | undefined> {
+): Promise<ReadTimeline | undefined> {
   const keys = timelineKeys(place);
-  return parseRecord(await redis.get(keys.record), keys.member);
+  return parseTimeline(await redis.get(keys.timeline), keys.member);
 }
 
 /** What a list asks for: every field narrows it; none, the newest deliveries of all. */
@@ -92,20 +92,20 @@ export function decodeCursor(cursor: string): Cursor | undefined {
 }
 
 /**
- * Records newest first from the time index (the failed one for `state: failed`), filtered,
+ * Timelines, newest first from the time index (the failed one for `state: failed`), filtered,
  * `limit` at the most, and the cursor to the next page (null when the index has no more).
  */
-export async function listRecords(
+export async function listTimelines(
   redis: RedisConnection,
   prefix: string,
   query: ListQuery,
-): Promise<{ records: ReadRecord[]; next: string | null }> {
+): Promise<{ records: ReadTimeline[]; next: string | null }> {
   const keys = indexKeys(prefix);
   const index = query.state === 'failed' ? keys.failed : keys.all;
   const after = query.cursor;
   const max = String(after?.score ?? query.until ?? '+inf');
   const min = String(query.since ?? '-inf');
-  const records: ReadRecord[] = [];
+  const records: ReadTimeline[] = [];
   let offset = 0;
   let last: { score: number; member: string } | undefined;
   while (offset < SCAN_BUDGET) {
@@ -132,10 +132,10 @@ export async function listRecords(
     const raws =
       entries.length === 0
         ? []
-        : await redis.mget(entries.map((e) => recordKeyOf(prefix, e.member)));
+        : await redis.mget(entries.map((e) => timelineKeyOf(prefix, e.member)));
     for (const [at, entry] of entries.entries()) {
       last = entry;
-      const record = parseRecord(raws[at] ?? null, entry.member);
+      const record = parseTimeline(raws[at] ?? null, entry.member);
       if (record === undefined || !matches(record, query)) continue;
       records.push(record);
       if (records.length === query.limit)
@@ -146,12 +146,12 @@ export async function listRecords(
   return { records, next: last === undefined ? null : encodeCursor(last.score, last.member) };
 }
 
-/** Whether a record is one the query asks for: every field given narrows it. */
-export function matches(record: ReadRecord, query: ListQuery): boolean {
+/** Whether a timeline is one the query asks for: every field given narrows it. */
+export function matches(record: ReadTimeline, query: ListQuery): boolean {
   const { summary } = record;
   if (query.event !== undefined && summary.event !== query.event) return false;
   if (query.state !== undefined && summary.state !== query.state) return false;
-  // Own names only: `in` would find `constructor` or `toString` in every record.
+  // Own names only: `in` would find `constructor` or `toString` in every timeline.
   if (query.destination !== undefined && !Object.hasOwn(summary.forwards, query.destination))
     return false;
   if (query.since !== undefined && record.score < query.since) return false;
