@@ -13,7 +13,7 @@ import { handledData, payloadTooBigToKeep } from '../queue/handled-summary.js';
 import { firstChars } from '../util/first-chars.js';
 import type { StepWriter } from './timeline-steps.js';
 import { jsonMember } from '../provider-spec/json-member.js';
-import type { DeliveryJob, Handled } from './dispatch.js';
+import { deliveryView, type DeliveryJob, type Handled } from './dispatch.js';
 
 /** The steps after a delivery is taken, in the order runDelivery runs them. */
 export interface DeliveryStages {
@@ -48,16 +48,15 @@ export async function runDelivery(
   // Handled already: its worker died after the last step below, before BullMQ marked it.
   if (delivery === undefined) return undefined;
   const dataText = job.data.body === undefined ? undefined : jsonMember(job.data.body, 'data');
-  const taken: DeliveryJob = {
-    delivery,
+  const taken = deliveryView(delivery, {
     jobId: job.id ?? '',
     receivedAt: job.data.receivedAt,
-    ...(dataText === undefined ? {} : { dataText }),
+    dataText,
     attempt: job.attemptsMade + 1,
     // A job taken over after its worker died keeps attemptsMade; attemptsStarted counts it.
     firstRun: job.attemptsStarted <= 1 && job.data.replay === undefined,
     replay: job.data.replay !== undefined,
-  };
+  });
   steps.recorder?.started(job, delivery);
   try {
     return await runSteps(job, delivery, taken, steps);
