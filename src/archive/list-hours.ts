@@ -17,11 +17,7 @@ export async function listDays(area: FileArea): Promise<string[]> {
 }
 
 /** The hour folders (`2026-11-24/09/`) that may hold entries of [since, until], oldest first. */
-export async function listHours(
-  area: FileArea,
-  since: number,
-  until: number,
-): Promise<string[]> {
+export async function listHours(area: FileArea, since: number, until: number): Promise<string[]> {
   const hours: string[] = [];
   for (const day of await listDays(area)) {
     const dayStart = Date.parse(`${day}T00:00:00Z`);
