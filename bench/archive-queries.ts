@@ -40,7 +40,7 @@ interface ArchiveModules {
   createArchive(area: unknown): {
     record(entry: { delivery: unknown; jobId: string; receivedAt: string }): Promise<void>;
   };
-  createLocalArchiveArea(root: string): unknown;
+  createLocalFileArea(root: string): unknown;
 }
 
 export async function runArchiveQueries(
@@ -53,9 +53,9 @@ export async function runArchiveQueries(
       ArchiveModules,
       'createArchive'
     >),
-    ...(require(join(root, 'dist', 'storage', 'local', 'local-archive-area.js')) as Pick<
+    ...(require(join(root, 'dist', 'storage', 'local', 'local-file-area.js')) as Pick<
       ArchiveModules,
-      'createLocalArchiveArea'
+      'createLocalFileArea'
     >),
   };
   /* eslint-enable @typescript-eslint/no-require-imports */
@@ -64,7 +64,7 @@ export async function runArchiveQueries(
   try {
     process.stderr.write(`archive queries: writing ${entries} entries into one hour\n`);
     const writers = Array.from({ length: WRITERS }, () =>
-      modules.createArchive(modules.createLocalArchiveArea(join(dir, '.archive'))),
+      modules.createArchive(modules.createLocalFileArea(join(dir, '.archive'))),
     );
     let next = 0;
     const record = async () => {

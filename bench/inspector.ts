@@ -5,10 +5,10 @@ import {
   defineTimelineCommands,
   deliveryTimeline,
   timelineKeys,
-  type StoredRecord,
-} from '../src/records/delivery-timeline.js';
+  type StoredTimeline,
+} from '../src/history/delivery-timeline.js';
 import { createInspector } from '../src/inspector/inspector.js';
-import { loadConfig } from '../src/config/config.js';
+import { loadConfig } from '../src/settings.js';
 import { startPrivateRedis } from '../harness/private-redis.js';
 
 /**
@@ -42,7 +42,7 @@ const PREFIX = 'bench-inspector';
 const KEYS = deliveryKeys(PREFIX);
 
 /** The two model records, written by the service's scripts. */
-async function models(redis: Redis, now: number): Promise<[StoredRecord, StoredRecord]> {
+async function models(redis: Redis, now: number): Promise<[StoredTimeline, StoredTimeline]> {
   const timeline = deliveryTimeline(redis, KEYS.placeOf, WEEK_MS);
   defineTimelineCommands(redis);
   const write = async (id: string, failed: boolean) => {
@@ -59,7 +59,7 @@ async function models(redis: Redis, now: number): Promise<[StoredRecord, StoredR
       '1 512',
     );
     await multi.exec();
-    await timeline.record(subject, {
+    await timeline.write(subject, {
       code: 'A',
       detail: '1 worker-7f9c:4711',
       state: 'a',
@@ -67,15 +67,15 @@ async function models(redis: Redis, now: number): Promise<[StoredRecord, StoredR
     });
     if (failed) {
       const reason = 'the CDN answered 503 Service Unavailable';
-      await timeline.record(subject, { code: 'X', detail: reason });
-      await timeline.record(subject, {
+      await timeline.write(subject, { code: 'X', detail: reason });
+      await timeline.write(subject, {
         code: 'A',
         detail: '2 worker-7f9c:4711',
         state: 'a',
         attempts: 2,
       });
-      await timeline.record(subject, { code: 'X', detail: reason });
-      await timeline.record(subject, { code: 'F', detail: reason, state: 'f', failedIndex: '+' });
+      await timeline.write(subject, { code: 'X', detail: reason });
+      await timeline.write(subject, { code: 'F', detail: reason, state: 'f', failedIndex: '+' });
     } else {
       const stored = {
         key: `${id}.mp3`,
@@ -83,13 +83,13 @@ async function models(redis: Redis, now: number): Promise<[StoredRecord, StoredR
         sha256: 'e'.repeat(64),
         content_type: 'audio/mpeg',
       };
-      await timeline.record(subject, { code: 'S', detail: JSON.stringify(stored) });
+      await timeline.write(subject, { code: 'S', detail: JSON.stringify(stored) });
       const destination = { name: 'indexer', code: 's' as const, attempts: 1 };
-      await timeline.record(subject, { code: 'W', destination });
-      await timeline.record(subject, { code: 'H', state: 'h', failedIndex: '-' });
+      await timeline.write(subject, { code: 'W', destination });
+      await timeline.write(subject, { code: 'H', state: 'h', failedIndex: '-' });
     }
-    const record = JSON.parse((await redis.get(keys.record)) ?? 'null') as StoredRecord;
-    await redis.del(keys.record, keys.all, keys.failed, `${PREFIX}:seen:model-${id}`);
+    const record = JSON.parse((await redis.get(keys.timeline)) ?? 'null') as StoredTimeline;
+    await redis.del(keys.timeline, keys.all, keys.failed, `${PREFIX}:seen:model-${id}`);
     return record;
   };
   return [
@@ -116,7 +116,7 @@ async function load(redis: Redis, now: number): Promise<number> {
       const keys = timelineKeys(KEYS.placeOf('audio.ready', id));
       // The scripts' output, byte for byte: cjson writes what JSON.stringify does for these.
       const text = JSON.stringify(record).replaceAll(JSON.stringify(model[1]).slice(1, -1), id);
-      batch.set(keys.record, text, 'PX', received + WEEK_MS - now + 60_000);
+      batch.set(keys.timeline, text, 'PX', received + WEEK_MS - now + 60_000);
       batch.zadd(keys.all, received, keys.member);
       if (isFailed) batch.zadd(keys.failed, received, keys.member);
     }
@@ -153,7 +153,7 @@ export async function runInspector(): Promise<InspectorResult> {
     process.stderr.write(`inspector: loading ${DELIVERIES} deliveries' timelines\n`);
     const loadSeconds = await load(redis, now);
     const bytesPerDelivery = Math.round(((await usedMemory(redis)) - before) / DELIVERIES);
-    const sample = timelineKeys(KEYS.placeOf('audio.ready', idOf(1))).record;
+    const sample = timelineKeys(KEYS.placeOf('audio.ready', idOf(1))).timeline;
     const recordBytes = Number(await redis.call('MEMORY', 'USAGE', sample, 'SAMPLES', '0'));
     const config = loadConfig({ WEBHOOK_SECRETS: 'whsec_bench', QUEUE_PREFIX: PREFIX });
     const inspector = createInspector({

@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { startSandboxProcess } from '../harness/sandbox-process.js';
 import { createProviderClient } from '../src/provider/create-provider-client.js';
 import { createKeyPool } from '../src/provider/key-pool.js';
-import { createRevocationRegistry } from '../src/records/revocation-registry.js';
+import { createRevocationRegistry } from '../src/history/revocation-registry.js';
 import { admitMany } from './limiter-child.js';
 
 export interface LimiterResult {

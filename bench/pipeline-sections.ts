@@ -2,7 +2,7 @@
  * The sections after ingestion, each run and printed with its targets: end to end (with where a
  * file's time goes), through the sandbox, the provider client, forwarding, capacity.
  */
-import { SETTINGS } from '../src/config/settings.js';
+import { SETTINGS } from '../src/settings.js';
 import type { LocalCdn } from '../harness/local-cdn.js';
 import { runBreakdown } from './breakdown.js';
 import { capacityLines, runCapacity } from './capacity.js';

@@ -112,10 +112,7 @@ export async function runStores(
       return name;
     };
     // The SDK's nine-line Node-version notice, once per baseline process, is not a figure.
-    const s3Env = {
-      ...gateway.env,
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-    };
+    const s3Env = { ...gateway.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
     // The three local runs, three rounds, each kind's median run (by items/s) reported. One run
     // of each moved by up to 0.4 ms of worker CPU per item from one run to the next on this disk,
     // more than the archive costs.

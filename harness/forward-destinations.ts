@@ -1,7 +1,4 @@
 import { createPublicKey, generateKeyPairSync, randomBytes, verify } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import {
   createJetStream,
@@ -10,6 +7,7 @@ import {
   type RabbitQueue,
 } from './broker-destinations';
 import { Inbox, type Received } from './inbox';
+import { startRequestServer } from './request-server';
 
 export function forwardSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
@@ -108,54 +106,37 @@ export async function startHttpEndpoint(keys: string | ForwardVerifier): Promise
     refuse: undefined,
     close: () => Promise.resolve(),
   };
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      endpoint.requests += 1;
-      endpoint.arrivals.push(Date.now());
-      const refusal = endpoint.refuse?.();
-      if (refusal !== undefined) {
-        res.writeHead(refusal.status, refusal.headers).end();
-        return;
-      }
-      const failedNow = endpoint.failNext > 0;
-      if (failedNow) endpoint.failNext -= 1;
-      if (endpoint.failing || failedNow) {
-        res.writeHead(503).end();
-        return;
-      }
-      const body = Buffer.concat(chunks).toString();
-      try {
-        verifier?.verify(body, req.headers as Record<string, string>);
-        if (publicKeys !== undefined) verifyV1a(publicKeys, body, req.headers);
-      } catch (error: unknown) {
-        endpoint.rejected.push(String(error));
-        res.writeHead(400).end();
-        return;
-      }
-      inbox.push({
-        id: String(req.headers['webhook-id']),
-        traceparent: String(req.headers.traceparent),
-        signature: String(req.headers['webhook-signature']),
-        body: JSON.parse(body) as Received['body'],
-      });
-      res.writeHead(204).end();
+  const server = await startRequestServer((req, res, body) => {
+    endpoint.requests += 1;
+    endpoint.arrivals.push(Date.now());
+    const refusal = endpoint.refuse?.();
+    if (refusal !== undefined) {
+      res.writeHead(refusal.status, refusal.headers).end();
+      return;
+    }
+    const failedNow = endpoint.failNext > 0;
+    if (failedNow) endpoint.failNext -= 1;
+    if (endpoint.failing || failedNow) {
+      res.writeHead(503).end();
+      return;
+    }
+    try {
+      verifier?.verify(body, req.headers as Record<string, string>);
+      if (publicKeys !== undefined) verifyV1a(publicKeys, body, req.headers);
+    } catch (error: unknown) {
+      endpoint.rejected.push(String(error));
+      res.writeHead(400).end();
+      return;
+    }
+    inbox.push({
+      id: String(req.headers['webhook-id']),
+      traceparent: String(req.headers.traceparent),
+      signature: String(req.headers['webhook-signature']),
+      body: JSON.parse(body) as Received['body'],
     });
+    res.writeHead(204).end();
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  return Object.assign(endpoint, {
-    url: `http://127.0.0.1:${port}/hooks/audio`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => {
-          resolve();
-        });
-        server.closeAllConnections();
-      }),
-  });
+  return Object.assign(endpoint, { url: server.url, close: server.close });
 }
 
 export interface ThreeDestinations {

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { startRequestServer } from '../harness/request-server.js';
 import type { ForwardedMessage } from './observations.js';
 import { messageOf } from './received-message.js';
 
@@ -61,7 +61,6 @@ export function signatureProblem(
 export async function startHttpDestination(): Promise<HttpDestination> {
   const key = randomBytes(32);
   const held = new Set<ServerResponse>();
-  const sockets = new Set<Socket>();
   const destination: HttpDestination = {
     url: '',
     secret: `whsec_${key.toString('base64')}`,
@@ -76,62 +75,42 @@ export async function startHttpDestination(): Promise<HttpDestination> {
     },
     close: () => Promise.resolve(),
   };
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const mode = destination.mode;
-      destination.requests[mode] += 1;
-      switch (mode) {
-        case 'down':
-          res.socket?.destroy();
-          return;
-        case 'hang':
-          held.add(res);
-          res.once('close', () => held.delete(res));
-          return;
-        case '503':
-          res.writeHead(503, { 'content-type': 'application/json' }).end('{"detail":"soak"}');
-          return;
-        case '429':
-          res
-            .writeHead(429, { 'retry-after': String(destination.retryAfterS) })
-            .end('{"detail":"soak: slow down"}');
-          return;
-        case 'normal':
-          break;
-      }
-      const body = Buffer.concat(chunks).toString('utf8');
-      const problem = signatureProblem(key, req.headers, body);
-      if (problem !== undefined) {
-        destination.badSignatures.push(problem);
-        res.writeHead(400).end();
+  const server = await startRequestServer((req, res, body) => {
+    const mode = destination.mode;
+    destination.requests[mode] += 1;
+    switch (mode) {
+      case 'down':
+        res.socket?.destroy();
         return;
-      }
-      destination.received.push(messageOf(String(req.headers['webhook-id']), body));
-      res.writeHead(204).end();
-    });
+      case 'hang':
+        held.add(res);
+        res.once('close', () => held.delete(res));
+        return;
+      case '503':
+        res.writeHead(503, { 'content-type': 'application/json' }).end('{"detail":"soak"}');
+        return;
+      case '429':
+        res
+          .writeHead(429, { 'retry-after': String(destination.retryAfterS) })
+          .end('{"detail":"soak: slow down"}');
+        return;
+      case 'normal':
+        break;
+    }
+    const problem = signatureProblem(key, req.headers, body);
+    if (problem !== undefined) {
+      destination.badSignatures.push(problem);
+      res.writeHead(400).end();
+      return;
+    }
+    destination.received.push(messageOf(String(req.headers['webhook-id']), body));
+    res.writeHead(204).end();
   });
-  server.on('connection', (socket: Socket) => {
+  server.server.on('connection', (socket: Socket) => {
     if (destination.mode === 'down') {
       destination.requests.down += 1;
       socket.destroy();
-      return;
     }
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  return Object.assign(destination, {
-    url: `http://127.0.0.1:${port}/hooks/audio`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => {
-          resolve();
-        });
-      }),
-  });
+  return Object.assign(destination, { url: server.url, close: server.close });
 }

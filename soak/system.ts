@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SETTINGS } from '../src/config/settings.js';
+import { SETTINGS } from '../src/settings.js';
 import { freePort } from '../harness/private-redis.js';
 import { startSandboxProcess, type SandboxProcess } from '../harness/sandbox-process.js';
 import type { SoakOptions } from './args.js';

@@ -14,13 +14,19 @@ export {
 } from './receiver/receiver.js';
 export { defineEvent, type EventDefinition } from './hooks/define-event.js';
 export type { Delivery } from './provider-spec/delivery.js';
-export { loadConfig, ConfigError, type Config } from './config/config.js';
+export { loadConfig, ConfigError, type Config } from './settings.js';
 export {
   createRevocationRegistry,
   type RevocationRegistry,
   type RevokedKey,
-} from './records/revocation-registry.js';
-export { createFailureLog, type FailureLog, type RecordedFailure } from './records/failure-log.js';
+} from './history/revocation-registry.js';
+export {
+  createFailureLog,
+  type FailureLog,
+  type LoggedFailure,
+  /** @deprecated the failure log's entry is a LoggedFailure now. */
+  type LoggedFailure as RecordedFailure,
+} from './history/failure-log.js';
 export { signPayload } from './provider-spec/signature.js';
 export { verifySignature, type VerifyResult } from './provider-spec/signature.js';
 export type {
@@ -42,9 +48,15 @@ export type {
   AudioStore,
   AudioMetadata,
   AudioDetails,
-  ArchiveArea,
+  FileArea,
+  /** @deprecated the store's small-files area is a FileArea now. */
+  FileArea as ArchiveArea,
 } from './storage/audio-store.js';
-export { createLocalArchiveArea } from './storage/local/local-archive-area.js';
+export {
+  createLocalFileArea,
+  /** @deprecated the store's small-files area is a FileArea now: createLocalFileArea. */
+  createLocalFileArea as createLocalArchiveArea,
+} from './storage/local/local-file-area.js';
 export {
   createArchive,
   type Archive,

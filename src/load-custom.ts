@@ -1,4 +1,4 @@
-import type { CreateStore } from './storage/create-audio-store.js';
+import type { CreateStore } from './settings.js';
 import { customEvents, EventDefinitionError, type CustomEvents } from './hooks/custom-events.js';
 import type { Hooks } from './hooks/hooks.js';
 

@@ -1,5 +1,5 @@
 import cluster from 'node:cluster';
-import { ConfigError, loadConfig, SETTINGS } from './config/config.js';
+import { ConfigError, loadConfig, SETTINGS } from './settings.js';
 import { unknownVariables, unknownVariableWarning } from './config/variable-names.js';
 import { PROVIDER_SETTINGS } from './provider/provider-settings.js';
 import { SANDBOX_SETTINGS } from './sandbox/sandbox-settings.js';

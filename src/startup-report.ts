@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Config } from './config/config.js';
+import type { Config } from './settings.js';
 import { redisTarget } from './redis/connections.js';
 import { PLACEHOLDER_SECRETS } from './config/receiver-settings.js';
 import { quietSdkNodeNotice } from './storage/s3/s3-client.js';

@@ -4,7 +4,7 @@ import type { StorageSettings } from '../config/storage-settings.js';
 import { createArchive, type BatchedLine } from './archive.js';
 import type { Delivery } from '../provider-spec/delivery.js';
 import { withDeadline } from '../util/deadline.js';
-import type { AudioStore } from '../storage/audio-store.js';
+import { fileAreaOf, type AudioStore } from '../storage/audio-store.js';
 
 /** An archive write that has not answered by then is counted failed, and the job retried. */
 const WRITE_DEADLINE_MS = 10_000;
@@ -51,11 +51,12 @@ export function startArchiving(
   registers: readonly Registry[],
 ): DeliveryArchiver | undefined {
   if (config.archiveRetentionHours === 0) return undefined;
-  if (store.archive === undefined) {
-    logger.warn('the audio store keeps no archive (no `archive` on it): replay will find nothing');
+  const area = fileAreaOf(store);
+  if (area === undefined) {
+    logger.warn('the audio store keeps no archive (no `files` area): replay will find nothing');
     return undefined;
   }
-  const archive = createArchive(store.archive);
+  const archive = createArchive(area);
   const writes = new Counter({
     name: 'webhook_archive_writes_total',
     help: 'Deliveries archived for replay, by result: archived, or failed (logged; the job is retried until it is archived)',

@@ -1,4 +1,4 @@
-import type { ArchiveArea } from '../storage/audio-store.js';
+import type { FileArea } from '../storage/audio-store.js';
 import {
   queryRange,
   type ArchiveQuery,
@@ -93,7 +93,7 @@ export interface ArchiveOptions {
   readonly batchLingerMs?: number;
 }
 
-export function createArchive(area: ArchiveArea, options: ArchiveOptions = {}): Archive {
+export function createArchive(area: FileArea, options: ArchiveOptions = {}): Archive {
   const begin = entryWriter(area, options.batchLingerMs ?? BATCH_LINGER_MS);
   return {
     record: (entry) => begin(entry).written(),
@@ -108,7 +108,7 @@ export function createArchive(area: ArchiveArea, options: ArchiveOptions = {}): 
 }
 
 /** Removes the hour folders that end at or before `cutoff`; returns them. */
-async function removeHoursBefore(area: ArchiveArea, cutoff: number): Promise<string[]> {
+async function removeHoursBefore(area: FileArea, cutoff: number): Promise<string[]> {
   const removed: string[] = [];
   for (const folder of await listHours(area, -Infinity, cutoff)) {
     const [day = '', hour = ''] = folder.split('/');
@@ -126,7 +126,7 @@ async function isEmpty(listing: AsyncIterable<string>): Promise<boolean> {
 }
 
 /** A day folder left empty goes too (another sweeper may be removing it as well). */
-async function removeEmptyDaysBefore(area: ArchiveArea, cutoff: number): Promise<void> {
+async function removeEmptyDaysBefore(area: FileArea, cutoff: number): Promise<void> {
   for (const day of await listDays(area)) {
     if (Date.parse(`${day}T00:00:00Z`) + DAY_MS > cutoff) continue;
     if (await isEmpty(area.list(`${day}/`))) await area.remove(`${day}/`);
@@ -135,7 +135,7 @@ async function removeEmptyDaysBefore(area: ArchiveArea, cutoff: number): Promise
 
 /** Archive['sweep']: removes the hours wholly older than `retentionHours`, and emptied days. */
 export async function sweepArchive(
-  area: ArchiveArea,
+  area: FileArea,
   retentionHours: number,
   now: Date,
 ): Promise<string[]> {

@@ -1,11 +1,11 @@
-import type { ArchiveArea } from '../storage/audio-store.js';
+import type { FileArea } from '../storage/audio-store.js';
 import { batchFileName, writerName } from './file-kind.js';
 import { addBucket } from './folders.js';
 
 /**
  * How long a batch gathers lines while none of them is waited for, and the most lines it holds.
- * The linger bounds the PUTs of a writer whose jobs take long (one per 50 ms at most, where an
- * S3 job's download and two PUTs took 20–200 ms in the bench); a job that waits for its line
+ * The linger bounds the PUTs of a writer whose jobs take long (one per linger at most, where an
+ * S3 job's download and two PUTs take longer than that); a job that waits for its line
  * ends it sooner. A batch is a few hundred KB at most.
  */
 export const BATCH_LINGER_MS = 50;
@@ -40,12 +40,12 @@ interface OpenBatch {
  * A batch is put when the first of these comes: a line's caller waits for it and no PUT of
  * this writer is in flight (else when one ends: a group commit, so batches grow with the load
  * and the PUTs follow the store's pace); `lingerMs` after its first line;
- * BATCH_MAX_LINES. The linger alone made a job whose handling ended early wait it out: at a
- * worker concurrency of 4, 61 ms per S3 job against 30 ms with the archive off. Not
+ * BATCH_MAX_LINES. The linger alone made a job whose handling ended early wait it out, which
+ * slowed every S3 job (docs/performance-history.md). Not
  * util/group-commit.ts, which runs one task for every caller: here each batch is its own PUT,
  * by hour, and a batch also ends by its linger and its size.
  */
-export function batchWriter(put: ArchiveArea['put'], lingerMs: number) {
+export function batchWriter(put: FileArea['put'], lingerMs: number) {
   const writer = writerName();
   let sequence = 0;
   let putting = 0;

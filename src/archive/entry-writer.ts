@@ -1,4 +1,4 @@
-import type { ArchiveArea } from '../storage/audio-store.js';
+import type { FileArea } from '../storage/audio-store.js';
 import { archivedDelivery, type Accepted } from './archived-delivery.js';
 import { batchWriter, type BatchedLine } from './batch-writer.js';
 import { hourFolder, bucketFolder, idBucket } from './folders.js';
@@ -8,7 +8,7 @@ import { segmentFileName, writerName } from './file-kind.js';
 type WriteLine = (hour: string, id: string, line: string) => BatchedLine;
 
 /** Lines go in segments where the area can append (the local store), else in batches (S3). */
-function lineWriter(area: ArchiveArea, batchLingerMs: number): WriteLine {
+function lineWriter(area: FileArea, batchLingerMs: number): WriteLine {
   if (area.append !== undefined) {
     const append = segmentAppender(area.append.bind(area));
     return (hour, id, line) => {
@@ -28,7 +28,7 @@ function lineWriter(area: ArchiveArea, batchLingerMs: number): WriteLine {
  * (a receipt time that is no time) fails through `written()`, as a write that failed does.
  */
 export function entryWriter(
-  area: ArchiveArea,
+  area: FileArea,
   batchLingerMs: number,
 ): (accepted: Accepted) => BatchedLine {
   const write = lineWriter(area, batchLingerMs);
@@ -58,7 +58,7 @@ interface PendingAppends {
  * next one together, and each call resolves once its line is written. A folder's pending appends
  * are held only while lines for it are waiting.
  */
-export function segmentAppender(append: NonNullable<ArchiveArea['append']>) {
+export function segmentAppender(append: NonNullable<FileArea['append']>) {
   let writer = writerName();
   const pending = new Map<string, PendingAppends>();
   const start = (bucketFolder: string): PendingAppends => {

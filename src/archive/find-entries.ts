@@ -1,4 +1,4 @@
-import type { ArchiveArea } from '../storage/audio-store.js';
+import type { FileArea } from '../storage/audio-store.js';
 import { queryRange, type ArchiveQuery, type ArchivedDelivery } from './archived-delivery.js';
 import { parseEntry, type EntryRead, type UnreadableEntry, parseLines } from './parse-entry.js';
 import { fileStem } from '../storage/file-name.js';
@@ -29,7 +29,7 @@ async function* readRounds(candidates: AsyncIterable<Candidate>): AsyncGenerator
   if (round.length > 0) yield round;
 }
 
-async function read(area: ArchiveArea, candidate: Candidate): Promise<EntryRead[]> {
+async function read(area: FileArea, candidate: Candidate): Promise<EntryRead[]> {
   const bytes = await area.get(candidate.path);
   // Swept meanwhile (another process's retention sweep): not an entry any more.
   if (bytes === undefined) return [{ unreadable: { path: candidate.path, reason: 'gone' } }];
@@ -68,7 +68,7 @@ function firstInScope(since: number, until: number) {
 
 /** The entries a query selects (Archive['find']). */
 export async function* findEntries(
-  area: ArchiveArea,
+  area: FileArea,
   query: ArchiveQuery,
   onUnreadable?: (entry: UnreadableEntry) => void,
 ): AsyncGenerator<ArchivedDelivery> {
@@ -137,7 +137,7 @@ function candidate(hour: string, path: string, selection: Selection): Candidate 
  * (a folder's files together: a bucket's segments, an hour's batches, are consecutive).
  */
 export async function* listCandidates(
-  area: ArchiveArea,
+  area: FileArea,
   query: ArchiveQuery,
 ): AsyncGenerator<Candidate> {
   const { since, until } = queryRange(query);

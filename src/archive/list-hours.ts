@@ -1,4 +1,4 @@
-import type { ArchiveArea } from '../storage/audio-store.js';
+import type { FileArea } from '../storage/audio-store.js';
 import { DAY_MS, HOUR_MS } from './folders.js';
 
 const DAY_FOLDER = /^(\d{4}-\d{2}-\d{2})\/$/;
@@ -12,16 +12,12 @@ async function names(listing: AsyncIterable<string>): Promise<string[]> {
 }
 
 /** The archive's days (`2026-11-24`, each a folder), oldest first. */
-export async function listDays(area: ArchiveArea): Promise<string[]> {
+export async function listDays(area: FileArea): Promise<string[]> {
   return (await names(area.list(''))).flatMap((name) => DAY_FOLDER.exec(name)?.[1] ?? []).sort();
 }
 
 /** The hour folders (`2026-11-24/09/`) that may hold entries of [since, until], oldest first. */
-export async function listHours(
-  area: ArchiveArea,
-  since: number,
-  until: number,
-): Promise<string[]> {
+export async function listHours(area: FileArea, since: number, until: number): Promise<string[]> {
   const hours: string[] = [];
   for (const day of await listDays(area)) {
     const dayStart = Date.parse(`${day}T00:00:00Z`);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { queueOf, type DeliveryQueue } from '../queue/delivery-queue.js';
 import { withDeadline } from '../util/deadline.js';
 import type { ArchivedDelivery } from './archived-delivery.js';
-import type { DeliveryTimeline } from '../records/delivery-timeline.js';
+import type { DeliveryTimeline } from '../history/delivery-timeline.js';
 
 /** Jobs put on the queue in one round trip. */
 export const REPLAY_BATCH = 500;
@@ -213,7 +213,7 @@ async function noteReplays(
       };
       // A replay is queued whatever becomes of its note: never a reason to stop one.
       await timeline
-        .record(subject, {
+        .write(subject, {
           code: 'P',
           detail: jobId,
           state: 'q',

@@ -1,4 +1,4 @@
-import type { Config } from '../config/config.js';
+import type { Config } from '../settings.js';
 import { publicKeyOf } from '../forwarding/senders/forward-signer.js';
 import { OperationalError, UsageError } from './cli-errors.js';
 import { forwardControlCommand } from './forward-control-command.js';

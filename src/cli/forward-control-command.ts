@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import type { Config } from '../config/config.js';
+import type { Config } from '../settings.js';
 import { destinationControl } from '../forwarding/destination-control.js';
 import { knownDestinations } from '../forwarding/destination-roster.js';
 import { createForwardQueue, type ForwardJobData } from '../forwarding/forward-queue.js';

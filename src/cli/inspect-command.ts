@@ -1,11 +1,11 @@
-import type { Config } from '../config/config.js';
+import type { Config } from '../settings.js';
 import { createArchive } from '../archive/archive.js';
 import { createInspector, type DetailView } from '../inspector/inspector.js';
 import { age } from '../inspector/page-frame.js';
 import { loadCustom } from '../load-custom.js';
 import { EVENT_NAMES } from '../provider-spec/events.js';
 import { createDeliveryQueues } from '../queue/delivery-queue.js';
-import { deliveryTimeline, timelineTtlMs } from '../records/delivery-timeline.js';
+import { deliveryTimeline, timelineTtlMs } from '../history/delivery-timeline.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { OperationalError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';

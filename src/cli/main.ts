@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { RedisConnection } from '../redis/connections.js';
-import { ConfigError, loadConfig, type Config } from '../config/config.js';
+import { ConfigError, loadConfig, type Config } from '../settings.js';
 import { createDeliveryQueues } from '../queue/delivery-queue.js';
 import { queueUnion } from '../jobs/queue-union.js';
 import { RedisUnreachableError } from '../redis/connections.js';

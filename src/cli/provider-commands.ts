@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { pino } from 'pino';
 import { join } from 'node:path';
 import type { RedisConnection } from '../redis/connections.js';
-import { parseSettings, type Config } from '../config/config.js';
+import { parseSettings, type Config } from '../settings.js';
 import { createProviderClient, type ProviderClient } from '../provider/create-provider-client.js';
 import {
   NoKeyLeftError,
@@ -15,6 +15,8 @@ import { PROVIDER_SETTINGS } from '../provider/provider-settings.js';
 import { createStoreCacheArea } from '../provider/store-cache-area.js';
 import { createAudioStore } from '../storage/create-audio-store.js';
 import { createLocalBlobArea } from '../provider/local-blob-area.js';
+import type { BlobArea } from '../provider/tts-cache.js';
+import { fileAreaOf, type AudioStore } from '../storage/audio-store.js';
 import { loadCustom } from '../load-custom.js';
 import { createLogger } from '../telemetry/logger.js';
 import { writeAtomically } from '../storage/write-atomically.js';
@@ -76,10 +78,7 @@ async function withClient<T>(
     limits: settings.providerLimits,
     windowMs: settings.providerRateWindowMs,
     cacheTtlSeconds: settings.ttsCacheTtlSeconds,
-    cacheArea:
-      store.archive === undefined
-        ? createLocalBlobArea(join(config.audioDir, TTS_CACHE_FOLDER))
-        : createStoreCacheArea(store.archive),
+    cacheArea: cacheAreaIn(store, config.audioDir),
     logger,
   });
   try {
@@ -182,4 +181,12 @@ export async function runVoices(
     printRows(output, voices, ['id', 'name'], json);
     return 0;
   });
+}
+
+/** The TTS cache's bodies: in the store's small-files area, else in a folder of AUDIO_DIR. */
+function cacheAreaIn(store: AudioStore, audioDir: string): BlobArea {
+  const area = fileAreaOf(store);
+  return area === undefined
+    ? createLocalBlobArea(join(audioDir, TTS_CACHE_FOLDER))
+    : createStoreCacheArea(area);
 }

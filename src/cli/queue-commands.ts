@@ -6,8 +6,8 @@ import { FORWARD_QUEUE, retryAfresh, type ForwardQueue } from '../forwarding/for
 import { DELIVERY_QUEUE, waitLists } from '../queue/delivery-keys.js';
 import { printRows, type Output, type Row } from './print.js';
 import { counted } from '../util/counted.js';
-import { createFailureLog, type RecordedFailure } from '../records/failure-log.js';
-import { createRevocationRegistry, type RevokedKey } from '../records/revocation-registry.js';
+import { createFailureLog, type LoggedFailure } from '../history/failure-log.js';
+import { createRevocationRegistry, type RevokedKey } from '../history/revocation-registry.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { jsonMember } from '../provider-spec/json-member.js';
 
@@ -68,7 +68,7 @@ const FORWARD_COLUMNS = ['id', 'destination', 'message_id', 'reason', 'attempts'
  * was received) in both, then what is its own: the record's fields (`received_at`, `payload`,
  * and `id_truncated`, `payload_bytes`, `payload_truncated` when the record cut them).
  */
-function audioFailedRow({ id, ...record }: RecordedFailure): Row {
+function audioFailedRow({ id, ...record }: LoggedFailure): Row {
   return {
     kind: 'audio.failed',
     id,
@@ -83,7 +83,7 @@ function audioFailedRow({ id, ...record }: RecordedFailure): Row {
  * A record (failed audio, revoked key) as a table shows it: an id cut ends in `…`, and a
  * payload too long to keep says so (the archive keeps the delivery whole).
  */
-function recordCells(record: RecordedFailure | RevokedKey): Row {
+function recordCells(record: LoggedFailure | RevokedKey): Row {
   return {
     ...record,
     ...(record.id_truncated === true ? { id: `${record.id}…` } : {}),

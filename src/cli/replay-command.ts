@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import type { Config } from '../config/config.js';
+import type { Config } from '../settings.js';
 import {
   createArchive,
   hourFolder,
@@ -12,8 +12,8 @@ import { loadCustom } from '../load-custom.js';
 import { createLogger } from '../telemetry/logger.js';
 import { createDeliveryQueues } from '../queue/delivery-queue.js';
 import type { RedisConnection } from '../redis/connections.js';
-import { deliveryTimeline, timelineTtlMs } from '../records/delivery-timeline.js';
-import type { ArchiveArea } from '../storage/audio-store.js';
+import { deliveryTimeline, timelineTtlMs } from '../history/delivery-timeline.js';
+import { fileAreaOf, type FileArea } from '../storage/audio-store.js';
 import { createAudioStore } from '../storage/create-audio-store.js';
 import { OperationalError, UsageError } from './cli-errors.js';
 import type { Output } from './print.js';
@@ -123,17 +123,18 @@ export function unreadableNotes(errors: Output) {
 }
 
 /** The archive in the store the service writes to, opened as the workers open it, to read. */
-export async function openArchiveArea(config: Config): Promise<ArchiveArea> {
+export async function openArchiveArea(config: Config): Promise<FileArea> {
   const store = await createAudioStore(config, {
     custom: loadCustom().createStore,
     logger: createLogger('warn', pino.destination(2)),
     writable: false,
   });
-  if (store.archive === undefined)
+  const area = fileAreaOf(store);
+  if (area === undefined)
     throw new OperationalError(
-      'the audio store keeps no archive (no `archive`): nothing archived to read',
+      'the audio store keeps no archive (no `files` area): nothing archived to read',
     );
-  return store.archive;
+  return area;
 }
 
 function row(entry: ArchivedDelivery) {

@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { parseSettings, SETTINGS } from '../config/config.js';
+import { parseSettings, SETTINGS } from '../settings.js';
 import { createLogger } from '../telemetry/logger.js';
 import { startSandbox } from '../sandbox/start-sandbox.js';
 import { SANDBOX_SETTINGS, sandboxConfig } from '../sandbox/sandbox-settings.js';

@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import type { Config } from '../config/config.js';
+import type { Config } from '../settings.js';
 import { SAMPLE_AUDIO_PATH } from '../sandbox/cdn/sample-path.js';
 import { EVENT_NAMES } from '../provider-spec/events.js';
 import { sampleDelivery } from '../provider-spec/sample-delivery.js';

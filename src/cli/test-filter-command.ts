@@ -1,6 +1,6 @@
 import { createArchive, type ArchivedDelivery } from '../archive/archive.js';
-import type { Config } from '../config/config.js';
-import { compileFilter, type FilterableMessage } from '../config/message-filter.js';
+import type { Config } from '../settings.js';
+import { compileFilter, type FilterableMessage } from '../forwarding/settings/message-filter.js';
 import { counted } from '../util/counted.js';
 import { UsageError } from './cli-errors.js';
 import type { Output } from './print.js';

@@ -1,4 +1,4 @@
-import type { Config } from '../config/config.js';
+import type { Config } from '../settings.js';
 import {
   createCliRedis,
   dropConnection,

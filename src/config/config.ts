@@ -1,16 +1,11 @@
 import { MIN_ADMIN_PASSWORD_CHARS } from './operations-settings.js';
 import { isLoopback, MIN_TOLERANCE_SECONDS, weakSecrets } from './receiver-settings.js';
-import { destinationSources } from './resolve-destinations.js';
-import { SENDER_RETRY_WINDOW_SECONDS, SETTINGS, type SettingSpec } from './settings.js';
+import { SENDER_RETRY_WINDOW_SECONDS, type SharedSettings, type SettingSpec } from './settings.js';
 import type { ParsedSettings } from './setting-spec.js';
 import { nearMiss } from './variable-names.js';
 
-export { SENDER_RETRY_WINDOW_SECONDS, SETTINGS, type Reader } from './settings.js';
+export { SENDER_RETRY_WINDOW_SECONDS, type Reader } from './settings.js';
 export type { ParsedSettings } from './setting-spec.js';
-
-/** Every setting of the service, typed as parsed; the fields follow from SETTINGS. */
-export type Config = ParsedSettings<typeof SETTINGS>;
-export type Role = Config['role'];
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -59,7 +54,7 @@ export function parseSettings<Table extends Readonly<Record<string, SettingSpec>
  * not. A required or invalid variable with a slip of its name set beside it (`WEBHOOK_SECRET`
  * for `WEBHOOK_SECRETS`) names that too.
  */
-function parseEach(
+export function parseEach(
   table: Readonly<Record<string, SettingSpec>>,
   env: NodeJS.ProcessEnv,
   { forCli = false }: LoadOptions,
@@ -90,30 +85,18 @@ function parseEach(
 }
 
 /**
- * Reads the environment into the service's frozen Config. One refusal names every bad variable:
- * those that do not parse, and those that parse but do not fit together, each cross-check run
- * as far as the values it reads could be read.
- */
-export function loadConfig(
-  env: NodeJS.ProcessEnv = process.env,
-  options: LoadOptions = {},
-): Config {
-  const { parsed, problems } = parseEach(SETTINGS, env, options);
-  problems.push(...crossProblems(parsed, options));
-  if (problems.length > 0) throw new ConfigError(problems);
-  return parsed as Config;
-}
-
-/**
  * Settings that are each fine alone but not together. A field that did not parse is absent from
  * `parsed`; each check runs when the fields it reads are there, or (DEDUPE_TTL_SECONDS against
  * any tolerance) when it can tell without them.
  */
-function crossProblems(parsed: Partial<Config>, { forCli = false }: LoadOptions): string[] {
+export function sharedProblems(
+  parsed: Partial<SharedSettings>,
+  { forCli = false }: LoadOptions,
+): string[] {
   const problems: string[] = [];
-  const read = (...fields: (keyof Config)[]) => fields.every((field) => field in parsed);
+  const read = (...fields: (keyof SharedSettings)[]) => fields.every((field) => field in parsed);
   // Only after read() has said that the fields a check uses are there.
-  const config = parsed as Config;
+  const config = parsed as SharedSettings;
   // Where others can reach the listener, a secret they can read or guess lets them sign
   // deliveries. The CLI listens nowhere.
   const open = !forCli && read('host') && !isLoopback(config.host);
@@ -180,10 +163,6 @@ function crossProblems(parsed: Partial<Config>, { forCli = false }: LoadOptions)
       `WORKER_STALL_MS (${config.workerStallMs}) must exceed DOWNLOAD_TIMEOUT_MS (${config.downloadTimeoutMs}): a slow download is not a wedged worker`,
     );
   }
-  if (
-    read('forwardDestinations', 'forwardConfigDestinations', 'forwardSecret', 'forwardSigningKeys')
-  )
-    problems.push(...destinationProblems(config));
   return problems;
 }
 
@@ -192,8 +171,8 @@ function crossProblems(parsed: Partial<Config>, { forCli = false }: LoadOptions)
  * where HOST lets others reach it (`open`), and INTERNAL_PORT behind a proxy.
  */
 function dashboardProblems(
-  config: Config,
-  read: (...fields: (keyof Config)[]) => boolean,
+  config: SharedSettings,
+  read: (...fields: (keyof SharedSettings)[]) => boolean,
   { serving, open }: { serving: boolean; open: boolean },
 ): string[] {
   if (!serving || !read('adminPassword') || config.adminPassword === undefined) return [];
@@ -210,31 +189,6 @@ function dashboardProblems(
   if (proxied && read('internalPort') && config.internalPort === undefined) {
     problems.push(
       `INTERNAL_PORT is required with ADMIN_PASSWORD and TRUST_PROXY=${String(config.trustProxy)}: the dashboard is then served only there, where no forwarded address is believed, so a made-up X-Forwarded-For cannot reset the guessing limit`,
-    );
-  }
-  return problems;
-}
-
-/** FORWARD_URLS and FORWARD_CONFIG together: signed when HTTP, and one name each. */
-function destinationProblems(config: Config): string[] {
-  const problems: string[] = [];
-  const sources = destinationSources(config);
-  const http = sources.find((source) => source.destination.kind === 'http');
-  if (
-    http !== undefined &&
-    config.forwardSecret === undefined &&
-    config.forwardSigningKeys.length === 0
-  ) {
-    problems.push(
-      `${http.variable} names an HTTP destination (${http.destination.name}) but neither FORWARD_SECRET nor FORWARD_SIGNING_KEY is set: HTTP forwards are signed with one or both`,
-    );
-  }
-  // A name is what jobs, metrics and `forward pause` address a destination by: one each.
-  const named = (name: string) => sources.find((source) => source.destination.name === name);
-  const twice = sources.find((source) => named(source.destination.name) !== source);
-  if (twice !== undefined) {
-    problems.push(
-      `${named(twice.destination.name)?.from ?? ''} and ${twice.from} are both named ${twice.destination.name}: give one another "name" in FORWARD_CONFIG`,
     );
   }
   return problems;

@@ -1,7 +1,5 @@
 import express from 'express';
 import { z } from 'zod';
-import { parseDestinations } from './destinations.js';
-import { readForwardConfig } from './forward-config.js';
 
 /**
  * The parsers settings are declared with (settings.ts). Each takes the raw string of an
@@ -37,33 +35,6 @@ export const secrets = z
   .string()
   .transform(list)
   .refine((items) => items.every((s) => s.length > 0), 'must not contain an empty secret');
-
-/**
- * FORWARD_SIGNING_KEY: comma-separated `whsk_<base64 of a 32-byte Ed25519 seed>` keys (more than
- * one while rotating); unset is none. The base64 must be canonical (it re-encodes to itself), so
- * no two spellings name one key. A problem never quotes the value: it is a private key.
- */
-export const signingKeys = z
-  .string()
-  .optional()
-  .transform((raw, ctx) => {
-    if (raw === undefined) return [];
-    const keys = list(raw);
-    if (keys.every(isSigningKey)) return keys;
-    ctx.addIssue({
-      code: 'custom',
-      message:
-        'must be whsk_ followed by the base64 of a 32-byte Ed25519 seed (several: comma-separated); docs/forwarding.md shows how to make one',
-    });
-    return z.NEVER;
-  });
-
-function isSigningKey(key: string): boolean {
-  if (!key.startsWith('whsk_')) return false;
-  const text = key.slice('whsk_'.length);
-  const seed = Buffer.from(text, 'base64');
-  return seed.length === 32 && seed.toString('base64') === text;
-}
 
 /**
  * A Redis URL as ioredis reads it: `redis://` or `rediss://`, a host, a port from 1 to 65535, a
@@ -186,28 +157,4 @@ export const hostPorts = z
       parsed.push({ host: match[1].replace(/^\[|\]$/g, ''), port });
     }
     return parsed;
-  });
-
-/** FORWARD_URLS: the destinations (config/destinations.ts); unset is the empty list. */
-export const forwardUrls = z
-  .string()
-  .optional()
-  .transform((raw, ctx) => {
-    if (raw === undefined) return [];
-    const parsed = parseDestinations(raw);
-    if ('destinations' in parsed) return parsed.destinations;
-    ctx.addIssue({ code: 'custom', message: parsed.problem });
-    return z.NEVER;
-  });
-
-/** FORWARD_CONFIG: a JSON file's destinations (config/forward-config.ts); unset is none. */
-export const forwardConfig = z
-  .string()
-  .optional()
-  .transform((path, ctx) => {
-    if (path === undefined) return [];
-    const parsed = readForwardConfig(path);
-    if ('destinations' in parsed) return parsed.destinations;
-    ctx.addIssue({ code: 'custom', message: parsed.problem });
-    return z.NEVER;
   });

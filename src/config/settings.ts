@@ -1,27 +1,25 @@
 import { z } from 'zod';
 import { DOWNLOAD_SETTINGS } from './download-settings.js';
-import { FORWARD_SETTINGS } from './forward-settings.js';
 import { OPERATIONS_SETTINGS } from './operations-settings.js';
 import { PROCESS_SETTINGS } from './process-settings.js';
 import { RECEIVER_SETTINGS } from './receiver-settings.js';
 import { REDIS_SETTINGS } from './redis-settings.js';
-import type { SettingSpec } from './setting-spec.js';
+import type { ParsedSettings, SettingSpec } from './setting-spec.js';
 import { STORAGE_SETTINGS } from './storage-settings.js';
 
 export { SENDER_RETRY_WINDOW_SECONDS } from './redis-settings.js';
 export type { Reader, SettingSpec } from './setting-spec.js';
 
 /**
- * EVERY SETTING, DECLARED ONCE. The Config type follows from this table; a test checks that
- * .env.example and docs/configuration.md's table name the same variables with the same
- * defaults and readers. Add a setting to its area's file (<area>-settings.ts) and those two
- * tell you where else to write it.
+ * The settings every role reads, declared once each; src/settings.ts puts them together with
+ * forwarding's (forwarding/settings/) into the service's one table, SETTINGS. Add a setting to
+ * its area's file (<area>-settings.ts).
  *
- * The order here is the order of those two documents (the test compares it), so ROLE and the
- * tracing endpoint, which belong to no one area, are declared in their places below. A name
- * must appear in one area only: a spread that repeats it would silently replace the first.
+ * The order here is the order of .env.example and docs/configuration.md (a test compares it),
+ * so ROLE, which belongs to no one area, is declared in its place below, and the tracing
+ * endpoint follows forwarding's settings in TRACING_SETTINGS.
  */
-export const SETTINGS = {
+export const SHARED_SETTINGS = {
   ...RECEIVER_SETTINGS,
   ...REDIS_SETTINGS,
   ROLE: {
@@ -34,7 +32,10 @@ export const SETTINGS = {
   ...DOWNLOAD_SETTINGS,
   ...PROCESS_SETTINGS,
   ...OPERATIONS_SETTINGS,
-  ...FORWARD_SETTINGS,
+} as const satisfies Record<string, SettingSpec>;
+
+/** Tracing: read by every role, and last in the documents. */
+export const TRACING_SETTINGS = {
   OTEL_EXPORTER_OTLP_ENDPOINT: {
     schema: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
     key: 'otelEndpoint',
@@ -43,4 +44,5 @@ export const SETTINGS = {
   },
 } as const satisfies Record<string, SettingSpec>;
 
-export type SettingName = keyof typeof SETTINGS;
+/** The fields of SHARED_SETTINGS and TRACING_SETTINGS, as parsed. */
+export type SharedSettings = ParsedSettings<typeof SHARED_SETTINGS & typeof TRACING_SETTINGS>;

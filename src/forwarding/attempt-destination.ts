@@ -1,6 +1,6 @@
 import type { Counter, Histogram } from 'prom-client';
 import type { Logger } from 'pino';
-import type { ResolvedDestination } from '../config/resolve-destinations.js';
+import type { ResolvedDestination } from './settings/resolve-destinations.js';
 import { isFinal } from '../jobs/retry-policy.js';
 import type { SlidingWindowLimiter } from '../redis/sliding-window-limiter.js';
 import type { DestinationBoard } from './destination-board.js';

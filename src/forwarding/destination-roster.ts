@@ -1,5 +1,5 @@
-import type { Destination } from '../config/destinations.js';
-import { resolveDestinations } from '../config/resolve-destinations.js';
+import type { Destination } from './settings/destinations.js';
+import { resolveDestinations } from './settings/resolve-destinations.js';
 import type { RedisConnection } from '../redis/connections.js';
 
 /** A destination some worker forwards to, as the roster shows it: nothing that can hold a secret. */
@@ -59,7 +59,7 @@ const isKind = (kind: string): kind is Destination['kind'] => KINDS.includes(kin
 /**
  * The destinations the workers forward to, in Redis (one hash under QUEUE_PREFIX), so that a CLI
  * run in a shell without FORWARD_URLS or FORWARD_CONFIG still knows them. Only each one's name
- * and kind are kept: the name never holds a credential (config/destinations.ts).
+ * and kind are kept: the name never holds a credential (settings/destinations.ts).
  */
 export async function listedDestinations(
   redis: RedisConnection,

@@ -1,4 +1,4 @@
-import type { ResolvedDestination } from '../config/resolve-destinations.js';
+import type { ResolvedDestination } from './settings/resolve-destinations.js';
 import { forwardJobId, type ForwardJobData, type ForwardQueue } from './forward-queue.js';
 import { attemptDestination } from './attempt-destination.js';
 import type { ForwardMessage } from './forward-message.js';

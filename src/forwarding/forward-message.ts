@@ -1,4 +1,4 @@
-import type { FilterableMessage } from '../config/message-filter.js';
+import type { FilterableMessage } from './settings/message-filter.js';
 import type { AudioMetadata } from '../storage/audio-store.js';
 import type { Delivery } from '../provider-spec/delivery.js';
 import { jsonMember } from '../provider-spec/json-member.js';

@@ -8,7 +8,7 @@ export const FORWARD_QUEUE = 'forwards';
 
 export interface ForwardJobData {
   /**
-   * The destinations still to send to, by name without credentials (config/destinations.ts):
+   * The destinations still to send to, by name without credentials (settings/destinations.ts):
    * those that did not take the message from the delivery job, then after each attempt those that
    * did not take it then. A retry sends to these only.
    */

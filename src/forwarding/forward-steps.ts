@@ -6,7 +6,7 @@ import type {
   ForwardCode,
   Step,
   StepSubject,
-} from '../records/delivery-timeline.js';
+} from '../history/delivery-timeline.js';
 import type { Outcome } from './attempt-destination.js';
 import type { Settled } from './settle-attempts.js';
 
@@ -18,7 +18,7 @@ export interface Untried {
 }
 
 /**
- * Each destination's part in a delivery's timeline (records/delivery-timeline.ts), after an
+ * Each destination's part in a delivery's timeline (history/delivery-timeline.ts), after an
  * attempt at some of them: sent (`forwarded`), failed and due again or given up
  * (`forward_failed`, stored as `<attempts> <why>`, `x<attempts> <why>` once given up), held for a paused destination (`forward_held`, its first time).
  * Not waited for, and never a reason to fail or repeat a forward: a step Redis refuses is logged.
@@ -36,7 +36,7 @@ export function noteForwards(
 ): void {
   if (timeline === undefined) return;
   const note = (step: Step) => {
-    timeline.record(subject, step).catch((error: unknown) => {
+    timeline.write(subject, step).catch((error: unknown) => {
       logger.debug({ err: error }, 'a forward step was not recorded');
     });
   };

@@ -3,7 +3,7 @@ import type { Counter } from 'prom-client';
 import { retryDelay } from '../jobs/retry-policy.js';
 import type { ForwardJobData } from './forward-queue.js';
 import type { AttemptDeps, Outcome } from './attempt-destination.js';
-import type { DeliveryTimeline } from '../records/delivery-timeline.js';
+import type { DeliveryTimeline } from '../history/delivery-timeline.js';
 
 export interface SendForwardDeps extends AttemptDeps {
   /** FORWARD_BACKOFF_MS: the first retry's delay, doubled per attempt. */

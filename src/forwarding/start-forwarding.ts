@@ -1,13 +1,13 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
-import type { ForwardSettings } from '../config/forward-settings.js';
+import type { ForwardSettings } from './settings/forward-settings.js';
 import type { ProcessSettings } from '../config/process-settings.js';
 import type { RedisSettings } from '../config/redis-settings.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { startJobWorker } from '../jobs/start-job-worker.js';
 import { isRefusal } from '../redis/redis-memory.js';
 import type { WriteGate } from '../redis/write-gate.js';
-import { resolveDestinations } from '../config/resolve-destinations.js';
+import { resolveDestinations } from './settings/resolve-destinations.js';
 import { createSlidingWindowLimiter } from '../redis/sliding-window-limiter.js';
 import { DestinationBoard } from './destination-board.js';
 import { destinationControl } from './destination-control.js';
@@ -19,7 +19,7 @@ import { createForwardSigner } from './senders/forward-signer.js';
 import { forwardAtOnce } from './forward-at-once.js';
 import type { ForwardMessage } from './forward-message.js';
 import { sendForward } from './send-forward.js';
-import type { DeliveryTimeline } from '../records/delivery-timeline.js';
+import type { DeliveryTimeline } from '../history/delivery-timeline.js';
 
 export interface Forwarding {
   /**

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { FailureLog } from '../records/failure-log.js';
-import type { RevocationRegistry } from '../records/revocation-registry.js';
+import type { FailureLog } from '../history/failure-log.js';
+import type { RevocationRegistry } from '../history/revocation-registry.js';
 import type { AudioDetails, AudioMetadata, AudioStore } from '../storage/audio-store.js';
 
 /** The delivery a download is made for: its metadata records it. */

@@ -1,12 +1,12 @@
 import { Router, type Request, type Response } from 'express';
 import { BadRequestError, HttpError } from '../http-server/http-errors.js';
-import { STATES } from '../records/delivery-timeline.js';
+import { STATES } from '../history/delivery-timeline.js';
 import {
   decodeCursor,
   type Cursor,
   type DeliveryState,
   type ListQuery,
-} from './delivery-records.js';
+} from './timeline-queries.js';
 import type { ActionResult, Inspector } from './inspector.js';
 import { sendStoredAudio, storedItemOf } from './stored-audio.js';
 

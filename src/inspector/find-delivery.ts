@@ -3,15 +3,15 @@ import { KEEP } from '../jobs/start-job-worker.js';
 import type { DeliveryJobData } from '../queue/delivery-job-data.js';
 import { queueOf, type DeliveryQueue } from '../queue/delivery-queue.js';
 import { pairDigest } from '../queue/delivery-keys.js';
-import { memberOf } from '../records/delivery-timeline.js';
+import { memberOf } from '../history/delivery-timeline.js';
 import type { RedisConnection } from '../redis/connections.js';
 import {
-  readRecord,
+  readTimeline,
   stateOfJob,
   type DeliveryState,
-  type ReadRecord,
+  type ReadTimeline,
   type TimelineStep,
-} from './delivery-records.js';
+} from './timeline-queries.js';
 
 /** Where one delivery is looked for. */
 export interface DeliverySources {
@@ -22,10 +22,10 @@ export interface DeliverySources {
   readonly dedupeTtlSeconds: number;
 }
 
-/** A delivery found: its record (or one built from what else is kept) and its job. */
+/** A delivery found: its timeline (or one built from what else is kept) and its job. */
 export interface FoundDelivery {
   /** Its state is its job's while the job lasts: the worker's steps may lag behind it. */
-  readonly record: ReadRecord;
+  readonly record: ReadTimeline;
   readonly jobId: string | undefined;
   readonly job: Job<DeliveryJobData> | undefined;
   /** The queue of its shard, where its job is and where a retry or replay of it goes. */
@@ -37,8 +37,8 @@ const hours = (seconds: number) => `${seconds / 3600} h`;
 /**
  * One delivery of an `event` + `data.id` pair, by every reader of the inspector (the API's detail
  * and search by id, the page, the CLI), from whatever is kept of it (docs/operations.md, "How
- * long"): its timeline record; else its job, which outlives the record when the
- * delivery was accepted before records were kept or its record expired; else its dedupe mark
+ * long"): its timeline; else its job, which outlives the timeline when the
+ * delivery was accepted before timelines were kept or its timeline expired; else its dedupe mark
  * alone, which names the job and tells when it was set. Undefined when none of them is kept.
  */
 export async function findDelivery(
@@ -49,7 +49,7 @@ export async function findDelivery(
   const { redis } = sources;
   const queue = queueOf(sources.queues, event, id);
   const pair = queue.layout.pairOf(event, id);
-  const [record, mark] = await Promise.all([readRecord(redis, pair), redis.get(pair.mark)]);
+  const [record, mark] = await Promise.all([readTimeline(redis, pair), redis.get(pair.mark)]);
   // A replay's step names the job it queued; else the pair's dedupe mark names its first.
   const jobId = record?.jobId ?? mark ?? undefined;
   const kept = jobId === undefined ? undefined : await queue.getJob(jobId);
@@ -84,7 +84,7 @@ export async function findById(
     .sort((a, b) => b.record.score - a.record.score);
 }
 
-/** A record with no steps but those given, no re-sends and no forwards known. */
+/** A timeline with no steps but those given, no re-sends and no forwards known. */
 function bare(
   event: string,
   id: string,
@@ -92,7 +92,7 @@ function bare(
   state: DeliveryState,
   attempts: number,
   timeline: readonly TimelineStep[],
-): ReadRecord {
+): ReadTimeline {
   return {
     summary: {
       event,
@@ -119,7 +119,7 @@ function fromJob(
   id: string,
   job: Job<DeliveryJobData>,
   state: DeliveryState,
-): ReadRecord {
+): ReadTimeline {
   const receivedMs = Date.parse(job.data.receivedAt) || job.timestamp;
   const at = (ms: number | undefined) => new Date(ms ?? receivedMs).toISOString();
   const attempts = Math.max(job.attemptsStarted, job.attemptsMade);
@@ -152,7 +152,7 @@ function fromJob(
  * KEEP's age) or is past the newest failed ones KEEP holds: handled, unless an operator removed
  * it or failures ran past that count, and the step says it is inferred.
  */
-function fromMark(event: string, id: string, jobId: string, receivedMs: number): ReadRecord {
+function fromMark(event: string, id: string, jobId: string, receivedMs: number): ReadTimeline {
   const keep = KEEP.deliveries;
   const detail = `its timeline and job ${jobId} are no longer kept, only its dedupe mark: taken as handled, since a handled job is removed after ${hours(keep.completed.age)} and a failed one is kept (the newest ${keep.failed.count})`;
   const timeline: TimelineStep[] = [

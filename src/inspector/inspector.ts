@@ -3,23 +3,23 @@ import { replayDeliveries } from '../archive/replay.js';
 import { destinationControl, type DestinationStatus } from '../forwarding/destination-control.js';
 import { knownDestinations, type RosterEntry } from '../forwarding/destination-roster.js';
 import { retryAfresh } from '../forwarding/forward-queue.js';
-import type { ForwardSettings } from '../config/forward-settings.js';
-import type { DestinationSettings } from '../config/resolve-destinations.js';
+import type { ForwardSettings } from '../forwarding/settings/forward-settings.js';
+import type { DestinationSettings } from '../forwarding/settings/resolve-destinations.js';
 import { queueOf, type DeliveryQueue } from '../queue/delivery-queue.js';
 import { DELIVERY_QUEUE } from '../queue/delivery-keys.js';
-import type { DeliveryTimeline } from '../records/delivery-timeline.js';
+import type { DeliveryTimeline } from '../history/delivery-timeline.js';
 import type { RedisConnection } from '../redis/connections.js';
 import type { AudioStore } from '../storage/audio-store.js';
 import { withDeadline } from '../util/deadline.js';
 import {
-  listRecords,
+  listTimelines,
   matches,
   payloadOfJob,
   type DeliverySummary,
   type ForwardPart,
   type ListQuery,
   type TimelineStep,
-} from './delivery-records.js';
+} from './timeline-queries.js';
 import { findById, findDelivery } from './find-delivery.js';
 import type { NoticeCode } from './notices.js';
 
@@ -103,7 +103,7 @@ const ARCHIVE_DEADLINE_MS = 5_000;
 
 /**
  * The delivery inspector's model, shared by the API, the page and the CLI: list from the timeline
- * records (records/delivery-timeline.ts), find one delivery by what is kept of it
+ * timelines (history/delivery-timeline.ts), find one delivery by what is kept of it
  * (find-delivery.ts), show it whole (its job, its archived payload, its destinations' state), and
  * the actions, each the code its CLI command runs.
  */
@@ -134,7 +134,7 @@ export function createInspector(deps: InspectorDeps) {
     const archive = await deps.archive();
     if (archive === undefined) return undefined;
     const at = Date.parse(receivedAt);
-    // The archive's time is the job's, a moment after the record's: a minute either side.
+    // The archive's time is the job's, a moment after the timeline's: a minute either side.
     const query = { ids: [id], event, since: new Date(at - 60_000), until: new Date(at + 60_000) };
     const find = async () => {
       for await (const entry of archive.find(query)) return entry;
@@ -187,7 +187,7 @@ export function createInspector(deps: InspectorDeps) {
           .filter((record) => matches(record, query));
         return { records: found.slice(0, query.limit), next: null };
       }
-      return await listRecords(redis, shards, query);
+      return await listTimelines(redis, shards, query);
     },
     /** Every destination known (this process's and the workers' announced), with its state. */
     async destinations(): Promise<{ entry: RosterEntry; status: DestinationStatus | undefined }[]> {
@@ -216,7 +216,7 @@ export function createInspector(deps: InspectorDeps) {
       await retryAfresh(job);
       const subject = { event, id, receivedAt: Date.parse(found.api.received_at) };
       await deps.timeline
-        .record(subject, {
+        .write(subject, {
           code: 'T',
           state: 'q',
           failedIndex: '-',

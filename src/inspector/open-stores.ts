@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { createArchive, type Archive } from '../archive/archive.js';
-import type { AudioStore } from '../storage/audio-store.js';
+import { fileAreaOf, type AudioStore } from '../storage/audio-store.js';
 
 /**
  * The store the inspector reads (the archive for payloads and replays, the stored audio), opened
@@ -32,7 +32,8 @@ export function inspectorStores(
     store,
     archive: async () => {
       if (archiveRetentionHours === 0) return undefined;
-      const area = (await store())?.archive;
+      const opened = await store();
+      const area = opened === undefined ? undefined : fileAreaOf(opened);
       if (area !== undefined) archive ??= createArchive(area);
       return archive;
     },

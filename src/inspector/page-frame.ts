@@ -1,5 +1,5 @@
 import { html, Html } from './html.js';
-import type { ForwardState } from './delivery-records.js';
+import type { ForwardState } from './timeline-queries.js';
 
 /**
  * What every inspector page shares: its frame (header, links, stylesheet), and how a state, a

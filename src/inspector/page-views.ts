@@ -14,7 +14,7 @@ import {
   stateBadge,
   when,
 } from './page-frame.js';
-import type { DeliverySummary, ListQuery } from './delivery-records.js';
+import type { DeliverySummary, ListQuery } from './timeline-queries.js';
 import type { DetailView } from './inspector.js';
 import { storedItemOf } from './stored-audio.js';
 

@@ -4,7 +4,7 @@ import type { Response } from 'express';
 import type { AudioStore } from '../storage/audio-store.js';
 import { HttpError } from '../http-server/http-errors.js';
 
-/** What handling stored, as a delivery's `stored` names it (worker/record-steps.ts). */
+/** What handling stored, as a delivery's `stored` names it (worker/timeline-steps.ts). */
 export interface StoredItem {
   readonly key: string;
   readonly bytes: number;

@@ -8,7 +8,7 @@ import { backoffStrategy, type RetryPolicy } from './retry-policy.js';
 /**
  * How long finished jobs are kept, by queue: set on the worker rather than on each job, so the
  * receiver's hot path does not carry it. Completed deliveries are kept a day (for the
- * dashboard; a record, not the payload, once over 512 bytes), failed ones for inspection and
+ * dashboard; a summary, not the payload, once over 512 bytes), failed ones for inspection and
  * `retry`; failed forwards for `failures`. A forward job asks to be removed once sent
  * (forward-at-once.ts), so the `completed` rule of forwards applies only to jobs queued by an
  * earlier version.
@@ -83,7 +83,7 @@ export function startJobWorker<Data>(
     return processor(job, token);
   };
   const worker = new Worker<Data>(options.queue, timed, {
-    // Shared with the records; BullMQ duplicates it for its blocking reads.
+    // Shared with the timelines and logs (history/); BullMQ duplicates it for its blocking reads.
     connection: options.connection,
     prefix: options.prefix,
     ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),

@@ -11,7 +11,7 @@ import {
 } from './provider-errors.js';
 import { SPEC_LIMITS, type Endpoint } from '../provider-spec/rate-limits.js';
 import type { ApiKeyConfig } from './provider-settings.js';
-import { askedWaitMs, fullJitter } from './retry-after.js';
+import { askedWaitMs, fullJitter } from './retry-wait.js';
 import { createTtsCache, type BlobArea, type CacheTrouble, type CachedAudio } from './tts-cache.js';
 
 export interface ProviderClientOptions {

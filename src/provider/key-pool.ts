@@ -3,7 +3,7 @@ import {
   revocationChannel,
   revocationField,
   revocationKey,
-} from '../records/revocation-registry.js';
+} from '../history/revocation-registry.js';
 import { NoKeyLeftError } from './provider-errors.js';
 import type { ApiKeyConfig } from './provider-settings.js';
 

@@ -1,4 +1,4 @@
-import type { ArchiveArea } from '../storage/audio-store.js';
+import type { FileArea } from '../storage/audio-store.js';
 import { writtenAt, type BlobArea } from './tts-cache.js';
 
 /** Beside the archive's day folders (`YYYY-MM-DD/`), which are all that replay and its sweep read. */
@@ -15,7 +15,7 @@ const HOUR_MS = 3_600_000;
  * area for small files, in every store the framework has; bodies are filed by the hour they were
  * written, so a sweep removes whole hour folders and never reads an age.
  */
-export function createStoreCacheArea(area: ArchiveArea): BlobArea {
+export function createStoreCacheArea(area: FileArea): BlobArea {
   const path = (name: string) => `${FOLDER}/${Math.floor(writtenAt(name) / HOUR_MS)}/${name}`;
   return {
     put: (name, bytes) => area.put(path(name), bytes),

@@ -19,11 +19,11 @@ export interface DeliveryJobData {
   readonly traceparent?: string;
   /**
    * Set, in place of `body`, once the job's handling, forwarding and archiving are done: a
-   * completed job is kept a day for the dashboard, and what it keeps is this record, not the
+   * completed job is kept a day for the dashboard, and what it keeps is this summary, not the
    * payload (the archive has that). A job run again after this (its worker died before BullMQ
    * marked it completed) has nothing left to do.
    */
-  readonly handled?: HandledRecord;
+  readonly handled?: HandledSummary;
   /**
    * Set when a run forwarded the message and then failed for its archive write alone: the runs
    * after it do not forward it again (run-delivery.ts).
@@ -38,8 +38,8 @@ export interface DeliveryJobData {
   };
 }
 
-/** What a handled job keeps: at most about 300 bytes, whatever the body (handledRecord). */
-export interface HandledRecord {
+/** What a handled job keeps: at most about 300 bytes, whatever the body (handledSummary). */
+export interface HandledSummary {
   readonly event: string;
   /** data.id, cut to its first 200 characters (an id may be as long as the body). */
   readonly id: string;
@@ -65,12 +65,10 @@ export function deliveryOf(data: DeliveryJobData): Delivery | undefined {
   return data.event;
 }
 
-/** An id as records and log lines show it: its first 200 characters (an id may be 1 MB). */
-export function shownId(id: string): string {
-  return id.length <= 200 ? id : Array.from(id).slice(0, 200).join('');
-}
+/** How many characters of an id a handled job and log lines show (an id may be 1 MB). */
+export const SHOWN_ID_CHARS = 200;
 
-/** The item's data.id (a handled job's record has its first 200 characters). */
+/** The item's data.id (a handled job's summary has its first 200 characters). */
 export function jobItemId(data: DeliveryJobData): string | undefined {
   if (data.handled !== undefined) return data.handled.id;
   try {

@@ -47,7 +47,7 @@ export interface DeliveryKeys {
   readonly prefixes: readonly string[];
   /** The pair's keys. */
   readonly pairOf: (event: string, id: string) => DeliveryPair;
-  /** The pair's place, for what keeps a record of it (the timeline). */
+  /** The pair's place, for what keeps what became of it (the timeline). */
   readonly placeOf: (event: string, id: string) => DeliveryPlace;
 }
 
@@ -192,7 +192,7 @@ export interface JobDataWrite {
 }
 
 /**
- * The handled job's write: its data becomes `handled` (job-retention.ts's record), and a
+ * The handled job's write: its data becomes `handled` (handled-summary.ts's summary), and a
  * provider's delivery drops its spent deduplication id, which a completed job kept a day need
  * not carry. A replay's is kept: BullMQ frees the replay's key by it when the job ends
  * (archive/replay.ts).

@@ -50,8 +50,8 @@ export function applyCommonMiddleware(app: Express, logger: Logger): void {
 /**
  * One line per request when it ends: `{req: {id, method, url, remoteAddress}, res: {statusCode},
  * responseTime, ...the route's fields}`, the shape pino-http writes. Written here rather than with
- * pino-http, whose per-request child logger and listeners cost 14 % of the receiver's CPU in a
- * profile (docs/performance-history.md); this costs one object and one write, and nothing for a probe
+ * pino-http, whose per-request child logger and listeners were a large share of the receiver's
+ * CPU in a profile (docs/performance-history.md); this costs one object and one write, and nothing for a probe
  * below the log level.
  */
 export function startRequestLog(logger: Logger, req: IncomingMessage, res: ServerResponse): void {

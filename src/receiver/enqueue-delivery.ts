@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../config/config.js';
+import type { RedisSettings } from '../config/redis-settings.js';
 import type { RedisConnection } from '../redis/connections.js';
 import { webStoreDeadlineMs } from '../redis/connections.js';
 import { withDeadline } from '../util/deadline.js';
@@ -8,7 +8,7 @@ import type { Delivery } from '../provider-spec/delivery.js';
 import { deliveryJobData, type DeliveryJobData } from '../queue/delivery-job-data.js';
 import { type DeliveryQueue } from '../queue/delivery-queue.js';
 import { deduplicationOf, defineMark, markPair } from '../queue/delivery-keys.js';
-import { defineTimelineCommands, type DeliveryTimeline } from '../records/delivery-timeline.js';
+import { defineTimelineCommands, type DeliveryTimeline } from '../history/delivery-timeline.js';
 import { classifyEnqueueError, EnqueueUnavailableError } from './enqueue-errors.js';
 
 export interface EnqueueResult {
@@ -23,7 +23,7 @@ export interface EnqueueResult {
  * Stores one delivery: resolves once it is in Redis (and on the replicas REDIS_WAIT_REPLICAS
  * asks for), or throws EnqueueUnavailableError (retry later) or UnqueueableDeliveryError (never).
  */
-export type StoreDelivery = (
+export type QueueDelivery = (
   delivery: Delivery,
   body: string,
   /** Which of WEBHOOK_SECRETS verified it, by index (0: the first), for its timeline. */
@@ -33,13 +33,6 @@ export type StoreDelivery = (
 ) => Promise<EnqueueResult>;
 
 /**
- * The web side's one way to store a delivery, and the one owner of its deadline: the queue's
- * connection must be up (a request made while it is down fails at once instead of queuing), and
- * the whole store, replica acknowledgements included, must answer within the web connection's
- * command timeout. Commands queued behind a stalled pipeline each get ioredis's own timeout
- * only once sent, which let a paused Redis hold requests for about 2 s; this bounds the request.
- */
-/**
  * What a queued delivery costs Redis, an upper bound: its body rounded up to the allocator's
  * size class (jemalloc's classes are up to 25 % apart; a large body also keeps the slack of the
  * query buffer it arrived in), plus the job's fields, its mark and its event, and its timeline
@@ -48,16 +41,23 @@ export type StoreDelivery = (
  */
 const storedBytes = (bodyBytes: number) => Math.ceil(bodyBytes * 1.25) + 2048 + 512;
 
-export function createDeliveryStore(
+/**
+ * The web side's one way to store a delivery, and the one owner of its deadline: the queue's
+ * connection must be up (a request made while it is down fails at once instead of queuing), and
+ * the whole store, replica acknowledgements included, must answer within the web connection's
+ * command timeout. Commands queued behind a stalled pipeline each get ioredis's own timeout
+ * only once sent, which let a paused Redis hold requests past it; this bounds the request.
+ */
+export function createQueueDelivery(
   /** Each shard's queue, by index (createDeliveryQueues). */
   queues: readonly [DeliveryQueue, ...DeliveryQueue[]],
   redis: RedisConnection,
-  config: Pick<Config, 'dedupeTtlSeconds' | 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
+  config: Pick<RedisSettings, 'dedupeTtlSeconds' | 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
   /** Holds deliveries back while Redis may evict, is in the workers' reserve, or refuses. */
   gate?: WriteGate,
   /** Where the inspector reads what became of it: written in the same transaction. */
   timeline?: DeliveryTimeline,
-): StoreDelivery {
+): QueueDelivery {
   const deadlineMs = webStoreDeadlineMs(config);
   return async (delivery, body, secret, traceparent) => {
     if (redis.status !== 'ready') throw new EnqueueUnavailableError('Redis is not connected');
@@ -94,7 +94,7 @@ const receivedDetail = (secret: number | undefined, body: string, traceparent?: 
  */
 function confirmed({
   redisWaitReplicas,
-}: Pick<Config, 'redisWaitReplicas'>): (result: EnqueueResult) => EnqueueResult {
+}: Pick<RedisSettings, 'redisWaitReplicas'>): (result: EnqueueResult) => EnqueueResult {
   return (result) => {
     const acknowledged = result.acknowledged ?? 0;
     if (acknowledged < redisWaitReplicas) {

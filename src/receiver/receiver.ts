@@ -9,7 +9,7 @@ import type { StorageSettings } from '../config/storage-settings.js';
 import { MethodNotAllowedError } from '../http-server/http-errors.js';
 import { errorHandler, notFound } from '../http-server/error-handler.js';
 import { createDeliveryQueues, type DeliveryQueue } from '../queue/delivery-queue.js';
-import { createDeliveryStore } from './enqueue-delivery.js';
+import { createQueueDelivery } from './enqueue-delivery.js';
 import {
   createWebRedis,
   redisTarget,
@@ -18,7 +18,7 @@ import {
   type RedisConnection,
 } from '../redis/connections.js';
 import { watchRedis } from '../redis/watch-redis.js';
-import { deliveryTimeline, timelineTtlMs } from '../records/delivery-timeline.js';
+import { deliveryTimeline, timelineTtlMs } from '../history/delivery-timeline.js';
 import { WriteGate } from '../redis/write-gate.js';
 import { createMetrics, type Metrics } from '../telemetry/metrics.js';
 import { registerHoldGauge } from '../telemetry/redis-gauges.js';
@@ -136,7 +136,7 @@ export function createReceiver(
     logger,
     metrics,
     customEvents,
-    store: createDeliveryStore(queues, redis, config, gate, timeline),
+    queueDelivery: createQueueDelivery(queues, redis, config, gate, timeline),
   });
   const { registry } = metrics;
   const metricsText = inCluster ? clusterMetricsText(registry) : () => registry.metrics();

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
 import type { ReceiverSettings } from '../config/receiver-settings.js';
 import type { DeliveryOutcome, Metrics } from '../telemetry/metrics.js';
-import type { StoreDelivery } from './enqueue-delivery.js';
+import type { QueueDelivery } from './enqueue-delivery.js';
 import { EnqueueUnavailableError, UnqueueableDeliveryError } from './enqueue-errors.js';
 import type { CustomEvents } from '../hooks/custom-events.js';
 import { parseEvent } from '../provider-spec/parse-event.js';
@@ -31,8 +31,8 @@ export interface WebhookRouteDeps {
     ReceiverSettings,
     'webhookPath' | 'maxBodyBytes' | 'webhookSecrets' | 'signatureToleranceSeconds'
   >;
-  /** Stores a parsed delivery within its deadline (receiver/enqueue-delivery.ts). */
-  readonly store: StoreDelivery;
+  /** Queues a parsed delivery in Redis within its deadline (receiver/enqueue-delivery.ts). */
+  readonly queueDelivery: QueueDelivery;
   /** The fork's own events (src/custom/events.ts), received like built-in ones. */
   readonly customEvents: CustomEvents;
   readonly metrics: Metrics;
@@ -133,7 +133,7 @@ async function receive(
   const { event } = parsed;
   const stopTimer = metrics.enqueueSeconds.startTimer();
   const result = await deps
-    .store(event, parsed.text, verified.secretIndex, formatTraceparent(trace))
+    .queueDelivery(event, parsed.text, verified.secretIndex, formatTraceparent(trace))
     .catch((error: unknown) => {
       // A Redis that stalls or fails must show in the histogram, not only the ones that answered.
       stopTimer({ result: 'failed' });

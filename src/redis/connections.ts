@@ -125,7 +125,7 @@ export function webStoreDeadlineMs(
  * made while Redis is away errors at once and becomes a 503, never a hang; `commandTimeout` bounds
  * a Redis that accepts the connection but does not answer (longer by the WAIT timeout, when
  * replicas must acknowledge). Auto-pipelining sends the adds of concurrent requests in one
- * write: it about halves Redis's CPU per delivery at the same throughput
+ * write, which spends less of Redis's CPU per delivery at the same throughput
  * (docs/performance-history.md, "Figures behind the code").
  */
 export function createWebRedis(

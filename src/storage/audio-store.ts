@@ -79,13 +79,21 @@ export interface AudioStore {
    */
   readonly refusesOtherItems?: boolean;
   /**
-   * Where accepted deliveries are archived for `replay` (archive/archive.ts), beside the audio
-   * but out of its names' reach; the CLI's TTS cache keeps its bodies there too
-   * (provider/store-cache-area.ts). A store without one keeps no archive: replay is then off,
-   * and the TTS cache keeps its bodies in a folder of AUDIO_DIR (provider/local-blob-area.ts).
+   * The store's area for small files, beside the audio but out of its names' reach (`.archive/`):
+   * the archive of accepted deliveries lives there, for `replay` (archive/archive.ts), and the
+   * CLI's TTS cache keeps its bodies there too (provider/store-cache-area.ts). A store without
+   * one keeps no archive: replay is then off, and the TTS cache keeps its bodies in a folder of
+   * AUDIO_DIR (provider/local-blob-area.ts).
    */
-  readonly archive?: ArchiveArea;
+  readonly files?: FileArea;
+  /** @deprecated `files`' former name, still read when `files` is absent (fileAreaOf). */
+  readonly archive?: FileArea;
 }
+
+/** The store's small-files area: `files`, or what a store written before it calls `archive`. */
+export const fileAreaOf = (store: AudioStore): FileArea | undefined =>
+  // eslint-disable-next-line @typescript-eslint/no-deprecated -- the one place that reads it
+  store.files ?? store.archive;
 
 /** AudioStore.write's options: what each means is said there. */
 export interface WriteOptions {
@@ -105,7 +113,7 @@ export const ARCHIVE_FOLDER = '.archive';
  * stems, hashes and random names only (archive/archive.ts, provider/store-cache-area.ts), never
  * from a delivery's text. Trouble is a StorageError.
  */
-export interface ArchiveArea {
+export interface FileArea {
   /** Writes one file whole (never seen partly written), replacing one of the same path. */
   put(path: string, body: Uint8Array): Promise<void>;
   /**

@@ -1,17 +1,10 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config/config.js';
 import type { StorageSettings } from '../config/storage-settings.js';
 import { DeadlineError, withDeadline } from '../util/deadline.js';
 import type { AudioStore } from './audio-store.js';
 import { createLocalAudioStore } from './local/local-audio-store.js';
 import { createS3AudioStore, type S3Settings } from './s3/s3-audio-store.js';
 import { StorageError } from './storage-errors.js';
-
-/**
- * src/custom/store.ts's `createStore`. It is given the whole Config: upstream cannot know which
- * settings a fork's store reads.
- */
-export type CreateStore = (config: Config, logger: Logger) => Promise<AudioStore>;
 
 /** What the built-in stores are opened from: AUDIO_STORE, AUDIO_DIR and the S3_* settings. */
 export type StoreSettings = Pick<StorageSettings, 'audioStore' | 'audioDir'> & S3Settings;
@@ -24,9 +17,13 @@ export type StoreSettings = Pick<StorageSettings, 'audioStore' | 'audioDir'> & S
  */
 export const STORE_CHECK_DEADLINE_MS = 15_000;
 
-export interface OpenStoreOptions {
-  /** src/custom/store.ts's, which wins over AUDIO_STORE when there. @defaultValue none */
-  readonly custom?: CreateStore | undefined;
+export interface OpenStoreOptions<Settings> {
+  /**
+   * src/custom/store.ts's, which wins over AUDIO_STORE when there; given the settings
+   * createAudioStore is (the whole Config: upstream cannot know which a fork's store reads).
+   * @defaultValue none
+   */
+  readonly custom?: ((settings: Settings, logger: Logger) => Promise<AudioStore>) | undefined;
   /** Given to `custom`. @defaultValue none needed without `custom` */
   readonly logger?: Logger;
   /**
@@ -42,9 +39,9 @@ export interface OpenStoreOptions {
  * or the bucket reachable and usable. Any failure, a check that does not answer within
  * STORE_CHECK_DEADLINE_MS included, is a StorageError whose message names the settings to fix.
  */
-export async function createAudioStore(
-  config: Config,
-  { custom, logger, writable = true }: OpenStoreOptions = {},
+export async function createAudioStore<Settings extends StoreSettings>(
+  config: Settings,
+  { custom, logger, writable = true }: OpenStoreOptions<Settings> = {},
 ): Promise<AudioStore> {
   if (custom !== undefined) {
     if (logger === undefined) throw new Error('a custom store needs a logger');

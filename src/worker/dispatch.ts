@@ -9,21 +9,34 @@ import type { AudioMetadata } from '../storage/audio-store.js';
 import type { DeliveryInfo } from '../hooks/hook-context.js';
 import type { Hooks } from '../hooks/hooks.js';
 import type { HookContext } from '../hooks/hook-context.js';
-import type { StoredOutcome, WorkerContext } from './worker-context.js';
+import type { WorkerContext } from './worker-context.js';
 
-/** A job's delivery and the facts of the job itself. */
-export interface DeliveryJob {
-  readonly delivery: Delivery;
-  readonly jobId: string;
-  readonly receivedAt: string;
-  /** Its `data` as the provider wrote it (DeliveryInfo's `dataText`). */
-  readonly dataText?: string;
-  /** 1 on the first run. */
-  readonly attempt: number;
-  /** No run of this job started before (not a retry, not taken over, not a replay). */
-  readonly firstRun?: boolean;
-  /** Put on the queue again by `replay`. */
-  readonly replay: boolean;
+/**
+ * A job's delivery and the facts of the job itself: the delivery's one view, built once
+ * (deliveryView) and read by every stage; hooks and handlers get it as their DeliveryInfo.
+ */
+export type DeliveryJob = DeliveryInfo & { readonly delivery: Delivery };
+
+/** The facts of a job that its delivery's view is built from (run-delivery.ts reads them). */
+export type JobFacts = Omit<DeliveryInfo, 'event' | 'id' | 'dataText'> & {
+  readonly dataText: string | undefined;
+};
+
+/**
+ * The delivery's view. Jobs normally come from our receiver, but a queue is an open door: one
+ * whose `data.id` is not a string can never be handled, and fails at once instead of retrying.
+ */
+export function deliveryView(delivery: Delivery, facts: JobFacts): DeliveryJob {
+  const id: unknown = (delivery as { readonly data?: { readonly id?: unknown } }).data?.id;
+  if (typeof id !== 'string') throw invalid(delivery.event, 'data.id is not a string');
+  const { dataText, ...rest } = facts;
+  return {
+    delivery,
+    event: delivery.event,
+    id,
+    ...rest,
+    ...(dataText === undefined ? {} : { dataText }),
+  };
 }
 
 /** What a handled delivery gave: its handler's result, and the item it stored (the last, if several). */
@@ -34,36 +47,24 @@ export interface Handled {
 }
 
 /**
- * Runs one job: a built-in event by its handler, a custom one by its `handle`. Jobs normally
- * come from our receiver, but a queue is an open door: the delivery is checked again here, and
- * one that can never be handled fails at once instead of being retried.
+ * Runs one job: a built-in event by its handler, a custom one by its `handle`, each checking
+ * the delivery against its schema again (a queue is an open door): one that can never be
+ * handled fails at once instead of being retried.
  */
 export async function dispatch(job: DeliveryJob, context: WorkerContext): Promise<Handled> {
-  const outcome: StoredOutcome = { stored: undefined };
-  const result = await run(job, context, outcome);
-  return { result, stored: outcome.stored };
+  const { delivery, ...info } = job;
+  const handling = context.forDelivery(info);
+  const result = await run(delivery, handling.context, context);
+  return { result, stored: handling.stored() };
 }
 
-function run(job: DeliveryJob, context: WorkerContext, outcome: StoredOutcome): Promise<unknown> {
-  const { delivery } = job;
-  const id: unknown = (delivery as { readonly data?: { readonly id?: unknown } }).data?.id;
-  if (typeof id !== 'string') throw invalid(delivery.event, 'data.id is not a string');
-  const info: DeliveryInfo = {
-    jobId: job.jobId,
-    event: delivery.event,
-    id,
-    receivedAt: job.receivedAt,
-    ...(job.dataText === undefined ? {} : { dataText: job.dataText }),
-    attempt: job.attempt,
-    firstRun: job.firstRun ?? false,
-    replay: job.replay,
-  };
+function run(delivery: Delivery, hookContext: HookContext, context: WorkerContext) {
   // The handler's own span: BullMQ's `process` span around it also holds its Redis calls.
   return inSpan('webhook.handle', { 'webhook.event': delivery.event }, async () => {
     if (isKnownEvent(delivery.event)) {
       const parsed = webhookEventSchema.safeParse(delivery);
       if (!parsed.success) throw invalid(delivery.event, parsed.error.message);
-      return handleBuiltIn(parsed.data, context.forDelivery(info, outcome), context.hooks);
+      return handleBuiltIn(parsed.data, hookContext, context.hooks);
     }
     const custom = context.customEvents.get(delivery.event);
     if (custom === undefined) {
@@ -73,10 +74,7 @@ function run(job: DeliveryJob, context: WorkerContext, outcome: StoredOutcome): 
     }
     const parsed = custom.data.safeParse(delivery.data);
     if (!parsed.success) throw invalid(delivery.event, parsed.error.message);
-    return custom.handle(
-      { event: delivery.event, data: parsed.data },
-      context.forDelivery(info, outcome),
-    );
+    return custom.handle({ event: delivery.event, data: parsed.data }, hookContext);
   });
 }
 

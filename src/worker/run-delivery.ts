@@ -6,16 +6,17 @@ import { forwardMessage } from '../forwarding/forward-message.js';
 import {
   deliveryOf,
   jobItemId,
-  shownId,
+  SHOWN_ID_CHARS,
   type DeliveryJobData,
 } from '../queue/delivery-job-data.js';
-import { handledData, payloadTooBigToKeep } from '../queue/job-retention.js';
-import type { StepRecorder } from './record-steps.js';
+import { handledData, payloadTooBigToKeep } from '../queue/handled-summary.js';
+import { firstChars } from '../util/first-chars.js';
+import type { StepWriter } from './timeline-steps.js';
 import { jsonMember } from '../provider-spec/json-member.js';
-import type { DeliveryJob, Handled } from './dispatch.js';
+import { deliveryView, type DeliveryJob, type Handled } from './dispatch.js';
 
 /** The steps after a delivery is taken, in the order runDelivery runs them. */
-export interface DeliverySteps {
+export interface DeliveryStages {
   /**
    * Starts archiving it for replay while it is handled; `written()`, called once the job waits
    * for it, rejects when it could not be archived (the job is retried). Undefined: the archive
@@ -30,33 +31,32 @@ export interface DeliverySteps {
    */
   readonly forward: ((jobId: string, message: ForwardMessage) => Promise<void>) | undefined;
   /** Notes each step in the delivery's timeline, for the inspector. Undefined: none kept. */
-  readonly recorder?: StepRecorder | undefined;
+  readonly recorder?: StepWriter | undefined;
 }
 
 /**
  * One delivery job, top to bottom: archive (alongside), handle, forward what handling stored,
- * then keep a record of the job in place of its payload. A job that throws is retried by
+ * then keep a summary of the job in place of its payload. A job that throws is retried by
  * BullMQ and runs these steps again: a download finds its audio stored, a forward job that
  * exists is not added twice.
  */
 export async function runDelivery(
   job: Job<DeliveryJobData>,
-  steps: DeliverySteps,
+  steps: DeliveryStages,
 ): Promise<unknown> {
   const delivery = deliveryOf(job.data);
   // Handled already: its worker died after the last step below, before BullMQ marked it.
   if (delivery === undefined) return undefined;
   const dataText = job.data.body === undefined ? undefined : jsonMember(job.data.body, 'data');
-  const taken: DeliveryJob = {
-    delivery,
+  const taken = deliveryView(delivery, {
     jobId: job.id ?? '',
     receivedAt: job.data.receivedAt,
-    ...(dataText === undefined ? {} : { dataText }),
+    dataText,
     attempt: job.attemptsMade + 1,
     // A job taken over after its worker died keeps attemptsMade; attemptsStarted counts it.
     firstRun: job.attemptsStarted <= 1 && job.data.replay === undefined,
     replay: job.data.replay !== undefined,
-  };
+  });
   steps.recorder?.started(job, delivery);
   try {
     return await runSteps(job, delivery, taken, steps);
@@ -69,7 +69,7 @@ async function runSteps(
   job: Job<DeliveryJobData>,
   delivery: Delivery,
   taken: DeliveryJob,
-  steps: DeliverySteps,
+  steps: DeliveryStages,
 ): Promise<unknown> {
   // Archived while it is handled, not before: the archive never delays a delivery. The job ends
   // only once its archive write has ended; one that failed fails the job after its handling and
@@ -107,9 +107,9 @@ async function runSteps(
     }
     throw notArchived;
   }
-  // Last: the completed job keeps a record, not the payload (the archive holds it, and the
+  // Last: the completed job keeps a summary, not the payload (the archive holds it, and the
   // forward job when there is one): a kept payload costs the noeviction Redis many times its size.
-  // With a timeline, its `handled` step writes the record (record-steps.ts), whatever the size.
+  // With a timeline, its `handled` step writes the summary (timeline-steps.ts), whatever the size.
   if (steps.recorder !== undefined) await steps.recorder.handled(job, delivery);
   else if (payloadTooBigToKeep(job.data.body))
     await job.updateData(handledData(job.data, delivery));
@@ -121,5 +121,5 @@ export type DeliveryWorker = Worker<DeliveryJobData>;
 
 /** What a "job failed" line says of a delivery job: the item, not only the job. */
 export function describeDeliveryJob(job: Job<DeliveryJobData>): Record<string, unknown> {
-  return { id: shownId(jobItemId(job.data) ?? '') };
+  return { id: firstChars(jobItemId(job.data) ?? '', SHOWN_ID_CHARS) };
 }

@@ -23,7 +23,7 @@ import {
   type ContextOptions,
   type ContextSettings,
 } from './worker-context.js';
-import { createDeliverySteps, type StepsSettings } from './delivery-steps.js';
+import { createDeliveryStages, type StagesSettings } from './delivery-stages.js';
 import { drainInReserve } from './reserve-drain.js';
 import { describeDeliveryJob, runDelivery, type DeliveryWorker } from './run-delivery.js';
 
@@ -38,7 +38,7 @@ export type WorkerSettings = RedisConfig &
   Pick<DownloadSettings, 'downloadAttempts' | 'downloadBackoffMs'> &
   Pick<StorageSettings, 'audioStore' | 'audioDir'> &
   ContextSettings &
-  StepsSettings;
+  StagesSettings;
 
 export interface WorkerOptions extends Omit<ContextOptions, 'metrics'> {
   /** bullmq-otel, when tracing is on: each job's span joins the delivery's trace. @defaultValue none */
@@ -65,7 +65,7 @@ export interface RunningWorkers {
 
 /**
  * A worker process's wiring: its Redis connection, the handlers' context, the steps each
- * delivery runs through (delivery-steps.ts, in the order of run-delivery.ts), the BullMQ worker
+ * delivery runs through (delivery-stages.ts, in the order of run-delivery.ts), the BullMQ worker
  * that runs them, and what tells whether it works (liveness, /metrics).
  */
 export async function startWorkers(
@@ -135,7 +135,7 @@ export async function startWorkers(
     },
     isPaused: () => workers.every((each) => each.isPaused()),
   });
-  const steps = createDeliverySteps(config, logger, redis, context, {
+  const steps = createDeliveryStages(config, logger, redis, context, {
     registries,
     reportError,
     gate,

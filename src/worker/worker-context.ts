@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { RedisSettings } from '../config/redis-settings.js';
 import { createDownloadAgent, type DownloadAgentConfig } from '../download/download-agent.js';
-import { createFailureLog } from '../records/failure-log.js';
-import { createRevocationRegistry } from '../records/revocation-registry.js';
+import { createFailureLog } from '../history/failure-log.js';
+import { createRevocationRegistry } from '../history/revocation-registry.js';
 import type { AudioMetadata, AudioStore } from '../storage/audio-store.js';
 import { startStore, type StoreSettings } from '../storage/create-audio-store.js';
 import { NO_CUSTOM_EVENTS, type CustomEvents } from '../hooks/custom-events.js';
@@ -21,13 +21,14 @@ export interface WorkerContext {
   readonly dispatcher: Dispatcher & { close(): Promise<void> };
   readonly hooks: Hooks;
   readonly customEvents: CustomEvents;
-  /** The context a job's handler, hooks or custom `handle` get; `outcome` records what it stored. */
-  forDelivery(delivery: DeliveryInfo, outcome: StoredOutcome): HookContext;
+  /** The context a job's handler, hooks or custom `handle` get, and what its downloads stored. */
+  forDelivery(delivery: DeliveryInfo): DeliveryHandling;
 }
 
-/** Where one delivery's handling records the item its downloads stored (dispatch reads it). */
-export interface StoredOutcome {
-  stored: AudioMetadata | undefined;
+/** One delivery's handling: its context, and the item its downloads stored (the last, if several). */
+export interface DeliveryHandling {
+  readonly context: HookContext;
+  stored(): AudioMetadata | undefined;
 }
 
 export interface ContextOptions {
@@ -80,25 +81,26 @@ export async function createWorkerContext(
     dispatcher,
     hooks: withDefaults(options.hooks),
     customEvents: options.customEvents ?? NO_CUSTOM_EVENTS,
-    forDelivery(delivery, outcome) {
+    forDelivery(delivery) {
       const jobLogger = logger.child({
         jobId: delivery.jobId,
         event: delivery.event,
         id: delivery.id,
         ...(delivery.replay ? { replay: true } : {}),
       });
-      return {
+      let last: AudioMetadata | undefined;
+      const context: HookContext = {
         logger: jobLogger,
         store: readable,
         revocations,
         failures,
         delivery,
         downloadAudio: async (url, downloadOptions) => {
-          const stored = await download(url, downloadOptions, delivery, jobLogger);
-          outcome.stored = stored;
-          return stored;
+          last = await download(url, downloadOptions, delivery, jobLogger);
+          return last;
         },
       };
+      return { context, stored: () => last };
     },
   };
 }

@@ -5,12 +5,12 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { ArchiveWriteError, startArchiving } from '../../src/archive/archive-deliveries';
 import type { AudioStore } from '../../src/storage/audio-store';
-import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
+import { createLocalFileArea } from '../../src/storage/local/local-file-area';
 
 it('a line that cannot be made fails its wait, after the handling, logged and counted: not before it', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'aw-archiver-'));
   const registry = new Registry();
-  const store = { archive: createLocalArchiveArea(dir) } as unknown as AudioStore;
+  const store = { files: createLocalFileArea(dir) } as unknown as AudioStore;
   const archiver = startArchiving({ archiveRetentionHours: 1 }, store, pino({ level: 'silent' }), [
     registry,
   ]);

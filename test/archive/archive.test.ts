@@ -7,8 +7,8 @@ import { parseWhen, replayQuery, type ReplayArgs } from '../../src/cli/replay-co
 import { UsageError } from '../../src/cli/cli-errors';
 import { archiveSegments } from '../../src/storage/archive-path';
 import { entryFilePath } from '../../harness/archive-entries';
-import type { ArchiveArea } from '../../src/storage/audio-store';
-import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
+import type { FileArea } from '../../src/storage/audio-store';
+import { createLocalFileArea } from '../../src/storage/local/local-file-area';
 
 const NOW = new Date('2026-11-24T10:30:00.000Z');
 
@@ -111,8 +111,8 @@ describe.each([
     { at: '2026-11-24T09:59:00.000Z', event: 'key.revoked', id: 'weird id/..' },
   ];
 
-  const areaIn = (folder: string): ArchiveArea => {
-    const area = createLocalArchiveArea(folder);
+  const areaIn = (folder: string): FileArea => {
+    const area = createLocalFileArea(folder);
     if (appends) return area;
     return {
       put: (path, body) => area.put(path, body),
@@ -155,7 +155,7 @@ describe.each([
 
   /** An archive of batches whose PUTs go through `put`, given the area's own. */
   const withPut = (
-    put: (area: ArchiveArea, path: string, body: Uint8Array) => Promise<void>,
+    put: (area: FileArea, path: string, body: Uint8Array) => Promise<void>,
     batchLingerMs: number,
   ) => {
     const area = areaIn(dir);
@@ -283,7 +283,7 @@ describe.each([
 
   if (appends)
     it('lines for one segment that arrive while it is being appended to go in one append together', async () => {
-      const area = createLocalArchiveArea(dir);
+      const area = createLocalFileArea(dir);
       const appended: number[] = [];
       const archive = createArchive({
         ...area,
@@ -308,7 +308,7 @@ describe.each([
 
   if (appends)
     it('an append that failed part-way (a full disk) costs its own entries only: the writer moves to a new file', async () => {
-      const area = createLocalArchiveArea(dir);
+      const area = createLocalFileArea(dir);
       let failNext = true;
       const archive = createArchive({
         ...area,

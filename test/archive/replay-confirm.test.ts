@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createArchive } from '../../src/archive/archive';
-import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
+import { createLocalFileArea } from '../../src/storage/local/local-file-area';
 import { killAfterTest } from '../helpers/after-test';
 import { runCliProcess } from '../helpers/replay-app';
 import { deleteKeys } from '../helpers/test-receiver';
@@ -24,7 +24,7 @@ const env = {
 const queued = () => redis.zcard(`${env.QUEUE_PREFIX}:deliveries:prioritized`);
 
 beforeAll(async () => {
-  const archive = createArchive(createLocalArchiveArea(join(env.AUDIO_DIR, '.archive')));
+  const archive = createArchive(createLocalFileArea(join(env.AUDIO_DIR, '.archive')));
   for (const name of ['one', 'two', 'three'])
     await archive.record({
       delivery: { event: 'key.revoked', data: { id: name } },

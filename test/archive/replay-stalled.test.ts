@@ -11,9 +11,9 @@ import {
   runReplay,
   type ReplayArgs,
 } from '../../src/cli/replay-command';
-import { loadConfig } from '../../src/config/config';
+import { loadConfig } from '../../src/settings';
 import { createDeliveryQueue } from '../../src/queue/delivery-queue';
-import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
+import { createLocalFileArea } from '../../src/storage/local/local-file-area';
 import { runCliProcess } from '../helpers/replay-app';
 import { deleteKeys } from '../helpers/test-receiver';
 
@@ -78,7 +78,7 @@ async function stallThenResume(args: ReplayArgs, planted: readonly Planted[], st
     QUEUE_PREFIX: `test-${randomUUID()}`,
     AUDIO_DIR: join(dir, 'audio'),
   };
-  const archive = createArchive(createLocalArchiveArea(join(env.AUDIO_DIR, '.archive')));
+  const archive = createArchive(createLocalFileArea(join(env.AUDIO_DIR, '.archive')));
   for (const { name, event, receivedAt } of planted)
     await archive.record({
       delivery: { event, data: { id: name, error: 'synthetic' } },

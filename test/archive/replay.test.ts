@@ -17,7 +17,7 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { createArchive, hourFolder } from '../../src/archive/archive';
-import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
+import { createLocalFileArea } from '../../src/storage/local/local-file-area';
 import { archivedEntries } from '../../harness/archive-entries';
 import { forwardSecret, startHttpEndpoint } from '../../harness/forward-destinations';
 import { freePort } from '../../harness/private-redis';
@@ -266,7 +266,7 @@ it('a replay keeps audio that is there; a re-delivery from the provider after it
 
 it('retention: the workers remove the hours older than ARCHIVE_RETENTION_HOURS and keep the rest', async () => {
   const app = newApp({ ARCHIVE_RETENTION_HOURS: '2' });
-  const archive = createArchive(createLocalArchiveArea(join(app.audioDir, '.archive')));
+  const archive = createArchive(createLocalFileArea(join(app.audioDir, '.archive')));
   const hoursAgo = (hours: number) => new Date(Date.now() - hours * 3600_000).toISOString();
   const record = (id: string, receivedAt: string) =>
     archive.record({

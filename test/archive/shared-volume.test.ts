@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { createArchive } from '../../src/archive/archive';
-import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
+import { createLocalFileArea } from '../../src/storage/local/local-file-area';
 import { killAfterTest } from '../helpers/after-test';
 
 // Worker pods share AUDIO_DIR (the Kubernetes base's ReadWriteMany claim), and under the Docker
@@ -57,9 +57,9 @@ const heard = async () => (await lines.next()).value;
 it('two archive writers that share a PID, on one directory: every write lands, none removes another’s', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'aw-shared-archive-'));
   const script = `${COMMON}
-const { createLocalArchiveArea } = require(join(dist, 'storage', 'local', 'local-archive-area.js'));
+const { createLocalFileArea } = require(join(dist, 'storage', 'local', 'local-file-area.js'));
 (async () => {
-  const area = createLocalArchiveArea(dir);
+  const area = createLocalFileArea(dir);
   console.log('pid ' + process.pid);
   await heard();
   const results = await Promise.allSettled(
@@ -83,9 +83,9 @@ it('two workers that share a PID archive into one directory at once: each append
   const dir = mkdtempSync(join(tmpdir(), 'aw-shared-segments-'));
   const script = `${COMMON}
 const { createArchive } = require(join(dist, 'archive', 'archive.js'));
-const { createLocalArchiveArea } = require(join(dist, 'storage', 'local', 'local-archive-area.js'));
+const { createLocalFileArea } = require(join(dist, 'storage', 'local', 'local-file-area.js'));
 (async () => {
-  const archive = createArchive(createLocalArchiveArea(dir));
+  const archive = createArchive(createLocalFileArea(dir));
   console.log('pid ' + process.pid);
   await heard();
   // 500 deliveries at once, in two hours and all 256 buckets: the same segments' folders as the other writer.
@@ -110,7 +110,7 @@ const { createLocalArchiveArea } = require(join(dist, 'storage', 'local', 'local
   // Read by the archive's reader, as `replay` reads it: all 1,000, none torn, none twice.
   const unreadable: unknown[] = [];
   const ids: string[] = [];
-  for await (const entry of createArchive(createLocalArchiveArea(dir)).find({}, (bad) =>
+  for await (const entry of createArchive(createLocalFileArea(dir)).find({}, (bad) =>
     unreadable.push(bad),
   ))
     ids.push(entry.id);

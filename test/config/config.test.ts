@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { loadConfig, SENDER_RETRY_WINDOW_SECONDS } from '../../src/config/config';
+import { loadConfig, SENDER_RETRY_WINDOW_SECONDS } from '../../src/settings';
 import { cpusInQuota } from '../../src/util/cpu-quota';
 import { connectionsFromLimit, openFileLimit } from '../../src/util/open-file-limit';
 import { PLACEHOLDER_SECRETS } from '../../src/config/receiver-settings';

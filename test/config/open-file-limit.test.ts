@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../src/config/config';
+import { loadConfig } from '../../src/settings';
 import {
   connectionsFromLimit,
   openFileLimit,

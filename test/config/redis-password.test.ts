@@ -1,4 +1,4 @@
-import { loadConfig } from '../../src/config/config';
+import { loadConfig } from '../../src/settings';
 import { problems as configProblems } from '../helpers/config-problems';
 
 // REDIS_PASSWORD keeps Redis's password out of REDIS_URL, so that the URL can sit in a ConfigMap

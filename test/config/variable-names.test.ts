@@ -1,4 +1,4 @@
-import { SETTINGS } from '../../src/config/config';
+import { SETTINGS } from '../../src/settings';
 import {
   knownPrefixes,
   unknownVariables,

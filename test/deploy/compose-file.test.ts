@@ -7,7 +7,7 @@ import { parse } from 'yaml';
 import { afterTest } from '../helpers/after-test';
 import { freePort } from '../../harness/private-redis';
 import { spawnService } from '../helpers/spawn-service';
-import { SETTINGS } from '../../src/config/settings';
+import { SETTINGS } from '../../src/settings';
 
 // docker-compose.yml and docker-compose.sandbox.yml as podman-compose 1.0.3 (Debian 12) reads
 // them: --dry-run prints the podman commands without an engine (.ci/run installs podman-compose).

@@ -1,11 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SETTINGS, type SettingSpec } from '../../src/config/settings';
+import type { SettingSpec } from '../../src/config/settings';
+import { SETTINGS } from '../../src/settings';
 import { PROVIDER_SETTINGS } from '../../src/provider/provider-settings';
 import { SANDBOX_SETTINGS, type SandboxSettingSpec } from '../../src/sandbox/sandbox-settings';
 
-// Each setting is declared once (src/config/settings.ts); these documents must say the same.
+// Each setting is declared once (src/settings.ts); these documents must say the same.
 const root = join(__dirname, '..', '..');
 const read = (path: string) => readFileSync(path, 'utf8');
 const settings = Object.entries(SETTINGS) as [string, SettingSpec][];

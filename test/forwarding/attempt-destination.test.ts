@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import pino from 'pino';
 import { Counter, Histogram, Registry } from 'prom-client';
-import type { ResolvedDestination } from '../../src/config/resolve-destinations.js';
+import type { ResolvedDestination } from '../../src/forwarding/settings/resolve-destinations.js';
 import { attemptDestination, type AttemptDeps } from '../../src/forwarding/attempt-destination.js';
 import type { DestinationBoard } from '../../src/forwarding/destination-board.js';
 import type { DestinationControl } from '../../src/forwarding/destination-control.js';

@@ -1,4 +1,4 @@
-import { parseDestinations, type Destination } from '../../src/config/destinations';
+import { parseDestinations, type Destination } from '../../src/forwarding/settings/destinations';
 import { forwardJobId } from '../../src/forwarding/forward-queue';
 
 function parsed(raw: string): Destination[] {

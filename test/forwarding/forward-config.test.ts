@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../../src/config/config';
-import { resolveDestinations } from '../../src/config/resolve-destinations';
+import { ConfigError, loadConfig } from '../../src/settings';
+import { resolveDestinations } from '../../src/forwarding/settings/resolve-destinations';
 import { serviceSettings } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
 

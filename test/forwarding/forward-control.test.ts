@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../../src/cli/main';
-import { parseDestinations } from '../../src/config/destinations';
+import { parseDestinations } from '../../src/forwarding/settings/destinations';
 import { ROSTER_TTL_MS } from '../../src/forwarding/destination-roster';
 import { TICK_MS } from '../../src/forwarding/destination-board';
 import { createForwardQueue } from '../../src/forwarding/forward-queue';

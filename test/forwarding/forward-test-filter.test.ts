@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createArchive } from '../../src/archive/archive';
-import { createLocalArchiveArea } from '../../src/storage/local/local-archive-area';
+import { createLocalFileArea } from '../../src/storage/local/local-file-area';
 import { runCliProcess } from '../helpers/replay-app';
 
 // `audio-webhooks forward test-filter` as an operator runs it, in its own process, over an
@@ -19,7 +19,7 @@ const minutesAgo = (minutes: number) => new Date(Date.now() - minutes * 60_000).
 const BETWEEN = minutesAgo(90);
 
 beforeAll(async () => {
-  const archive = createArchive(createLocalArchiveArea(join(env.AUDIO_DIR, '.archive')));
+  const archive = createArchive(createLocalFileArea(join(env.AUDIO_DIR, '.archive')));
   const record = (event: string, data: { id: string } & Record<string, unknown>, at: string) =>
     archive.record({ delivery: { event, data }, jobId: randomUUID(), receivedAt: at });
   await record('audio.ready', { id: 'old-nova', voice: 'nova' }, minutesAgo(120));

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { destinationName } from '../../src/config/destinations';
+import { destinationName } from '../../src/forwarding/settings/destinations';
 import { jobItemId } from '../../src/queue/delivery-job-data';
 import { createForwardQueue } from '../../src/forwarding/forward-queue';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';

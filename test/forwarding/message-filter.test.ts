@@ -1,5 +1,8 @@
 import fc from 'fast-check';
-import { compileFilter, type FilterableMessage } from '../../src/config/message-filter';
+import {
+  compileFilter,
+  type FilterableMessage,
+} from '../../src/forwarding/settings/message-filter';
 
 const message: FilterableMessage = {
   type: 'audio.ready',

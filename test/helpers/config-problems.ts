@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '../../src/config/config';
+import { ConfigError, loadConfig } from '../../src/settings';
 
 /** The error a refused start throws; a start that is not refused fails the test. */
 export function refusal(env: Record<string, string>): ConfigError {

@@ -1,6 +1,6 @@
 import { serve, type RunningServer } from '../../src/http-server/serve';
 import { deliveryKeys } from '../../src/queue/delivery-keys';
-import { timelineKeys } from '../../src/records/delivery-timeline';
+import { timelineKeys } from '../../src/history/delivery-timeline';
 import {
   forwardSecret,
   startHttpEndpoint,
@@ -77,7 +77,7 @@ export async function forgetTimeline(
 ): Promise<void> {
   const { redis, config } = pipeline.receiver;
   const keys = timelineKeys(deliveryKeys(config.queuePrefix).placeOf(event, id));
-  await redis.del(keys.record);
+  await redis.del(keys.timeline);
   await redis.zrem(keys.all, keys.member);
   await redis.zrem(keys.failed, keys.member);
 }

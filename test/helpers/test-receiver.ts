@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { loadConfig, type Config } from '../../src/config/config';
+import { loadConfig, type Config } from '../../src/settings';
 import { createLogger } from '../../src/telemetry/logger';
 import { createReceiver, type Receiver } from '../../src/receiver/receiver';
 import type { CustomEvents } from '../../src/hooks/custom-events';

@@ -2,7 +2,7 @@ import { mkdtempSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
-import { SETTINGS } from '../../src/config/settings';
+import { SETTINGS } from '../../src/settings';
 import { serve } from '../../src/http-server/serve';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { eventually } from '../../src/util/eventually';

@@ -1,4 +1,4 @@
-import { askedWaitMs, fullJitter } from '../../src/provider/retry-after';
+import { askedWaitMs, fullJitter } from '../../src/provider/retry-wait';
 import { canonicalJson } from '../../src/provider/tts-cache';
 
 describe('askedWaitMs', () => {

@@ -69,7 +69,7 @@ async function host(cacheArea: BlobArea) {
  */
 async function storeHost(storeDir: string) {
   const store = await createLocalAudioStore(storeDir, { writable: false });
-  return (await host(createStoreCacheArea(store.archive!))).client;
+  return (await host(createStoreCacheArea(store.files!))).client;
 }
 
 function folder(): string {

@@ -2,8 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { eventually } from '../../src/util/eventually';
 import { createForwardQueue, forwardJobId } from '../../src/forwarding/forward-queue';
-import { createFailureLog } from '../../src/records/failure-log';
-import { createRevocationRegistry } from '../../src/records/revocation-registry';
+import { createFailureLog } from '../../src/history/failure-log';
+import { createRevocationRegistry } from '../../src/history/revocation-registry';
 import {
   forwardSecret,
   startHttpEndpoint,
@@ -12,7 +12,7 @@ import {
 import { audio, startLocalCdn } from '../../harness/local-cdn';
 import { startTestPipeline, type TestPipeline } from '../helpers/test-pipeline';
 import { deleteKeys } from '../helpers/test-receiver';
-import { timelineKeys } from '../../src/records/delivery-timeline';
+import { timelineKeys } from '../../src/history/delivery-timeline';
 import { deliveryKeys } from '../../src/queue/delivery-keys';
 
 /**
@@ -129,7 +129,7 @@ async function keptBy(
   // the rows below) and in the failed one, which a handled delivery has left.
   const keys = timelineKeys(deliveryKeys(prefix).placeOf(about.event, about.id));
   const timeline =
-    (await memory(keys.record)) +
+    (await memory(keys.timeline)) +
     ((await redis.zscore(keys.all, keys.member)) === null ? 0 : keys.member.length + 8) +
     ((await redis.zscore(keys.failed, keys.member)) === null ? 0 : keys.member.length + 8);
   expect(timeline).toBeGreaterThan(0);

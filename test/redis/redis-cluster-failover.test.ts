@@ -6,7 +6,7 @@ import { Queue } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { createDeliveryQueues, DELIVERY_QUEUE } from '../../src/queue/delivery-queue';
 import { createWebRedis } from '../../src/redis/connections';
-import { createDeliveryStore } from '../../src/receiver/enqueue-delivery';
+import { createQueueDelivery } from '../../src/receiver/enqueue-delivery';
 import { withDeadline } from '../../src/util/deadline';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { postSigned } from '../helpers/forward-test-bed';
@@ -319,7 +319,7 @@ it('after a failover, a receiver with REDIS_WAIT_REPLICAS stores the moved slotâ
   const queues = createDeliveryQueues({ connection: redis, prefix, wait: config });
   try {
     await queues[0].waitUntilReady();
-    const store = createDeliveryStore(queues, redis, config);
+    const store = createQueueDelivery(queues, redis, config);
     const send = (id: string) => {
       const delivery = { event: 'audio.failed', data: { id } };
       return store(delivery, JSON.stringify(delivery));

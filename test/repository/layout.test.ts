@@ -13,14 +13,15 @@ const SRC = join(__dirname, '..', '..', 'src');
  * provider's published format and small helpers; the settings; Redis, telemetry, BullMQ and the
  * HTTP server; the shared stores, the delivery queue and the download; the features (receiver,
  * worker, forwarding, archive, inspector); the provider client, sandbox and dev tools; the composition root
- * (`.`: main.ts, index.ts); the CLI and a fork's code. Folders on one rung are peers: each may
+ * (`.`: main.ts, index.ts, settings.ts, which puts config/'s settings and a feature's own, such as
+ * forwarding/settings/, into one table); the CLI and a fork's code. Folders on one rung are peers: each may
  * import the other, but not in a loop. Only the CLI and the examples import the root.
  */
 const LAYERS: readonly (readonly string[])[] = [
   ['util', 'provider-spec'],
   ['config'],
   ['redis', 'telemetry', 'jobs', 'http-server'],
-  ['storage', 'records', 'queue', 'download', 'hooks'],
+  ['storage', 'history', 'queue', 'download', 'hooks'],
   ['receiver', 'worker', 'forwarding', 'archive', 'inspector'],
   ['provider', 'sandbox', 'dev'],
   ['.'],

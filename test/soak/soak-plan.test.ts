@@ -1,4 +1,4 @@
-import { compileFilter } from '../../src/config/message-filter';
+import { compileFilter } from '../../src/forwarding/settings/message-filter';
 import { parseSoakArgs, seedOf } from '../../soak/args';
 import { AMQP_FILTER, wantsOf } from '../../soak/destinations-config';
 import { countByKind, FAULT_KINDS, planFaults, type FaultKind } from '../../soak/fault-plan';

@@ -649,7 +649,7 @@ describe('replay with the S3 store (the archive under <S3_PREFIX>.archive/)', ()
       s3Region: 'us-east-1',
       s3ForcePathStyle: true,
     });
-    const archive = createArchive(store.archive);
+    const archive = createArchive(store.files);
     const hoursAgo = (hours: number) => new Date(Date.now() - hours * 3600_000).toISOString();
     for (const [id, hours] of [
       ['old', 30],

@@ -3,15 +3,15 @@ import { Queue, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import type { Delivery } from '../../src/provider-spec/delivery';
-import { readRecord } from '../../src/inspector/delivery-records';
+import { readTimeline } from '../../src/inspector/timeline-queries';
 import {
   deliveryOf,
   deliveryJobData,
   type DeliveryJobData,
 } from '../../src/queue/delivery-job-data';
-import { deliveryTimeline, type DeliveryTimeline } from '../../src/records/delivery-timeline';
+import { deliveryTimeline, type DeliveryTimeline } from '../../src/history/delivery-timeline';
 import type { AudioMetadata } from '../../src/storage/audio-store';
-import { recordSteps, type RecorderOptions } from '../../src/worker/record-steps';
+import { createStepWriter, type StepWriterOptions } from '../../src/worker/timeline-steps';
 import { startPrivateRedis, type PrivateRedis } from '../../harness/private-redis';
 import { deliveryKeys } from '../../src/queue/delivery-keys';
 
@@ -71,8 +71,8 @@ function watchedTimeline() {
   let next = new Promise<void>((resolve) => (wrote = resolve));
   const watched: DeliveryTimeline = {
     ...timeline,
-    record: async (subject, step) => {
-      const write = timeline.record(subject, step);
+    write: async (subject, step) => {
+      const write = timeline.write(subject, step);
       writes.push(write);
       await write.finally(() => {
         wrote();
@@ -83,8 +83,8 @@ function watchedTimeline() {
   return { timeline: watched, writes, written: () => next };
 }
 
-function recorderFor(timeline: DeliveryTimeline, options: Partial<RecorderOptions> = {}) {
-  return recordSteps(timeline, logger, { forwards: false, ...options });
+function recorderFor(timeline: DeliveryTimeline, options: Partial<StepWriterOptions> = {}) {
+  return createStepWriter(timeline, logger, { forwards: false, ...options });
 }
 
 const STORED: AudioMetadata = {
@@ -101,7 +101,7 @@ const STORED: AudioMetadata = {
   job_id: '1',
 };
 const stepsOf = async (id: string) =>
-  (await readRecord(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id)))?.timeline.map(
+  (await readTimeline(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id)))?.timeline.map(
     (s) => s.step,
   );
 
@@ -117,7 +117,7 @@ it('an attempt that ends within the delay: its attempt, stored and handled steps
   recorder.ended(job);
   expect((await scripts()) - before).toBe(1);
 
-  const record = await readRecord(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
+  const record = await readTimeline(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
   expect(record?.summary.state).toBe('handled');
   expect(record?.summary.attempts).toBe(1);
   expect(record?.timeline.map((s) => s.step)).toEqual(['attempt', 'stored', 'handled']);
@@ -137,7 +137,7 @@ it('an attempt still running after the delay is shown active, its step at the ti
   const began = Date.now();
   recorder.started(job, delivery);
   await flushed;
-  const running = await readRecord(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
+  const running = await readTimeline(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
   expect(running?.summary.state).toBe('active');
   expect(running?.summary.attempts).toBe(1);
   expect(running?.timeline.map((s) => s.step)).toEqual(['attempt']);
@@ -158,7 +158,7 @@ it('a run that throws: what it noted is written when it ends, before the failure
   recorder.ended(job);
   recorder.failed(job, 'the CDN answered 503', false);
   await Promise.all(writes);
-  const record = await readRecord(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
+  const record = await readTimeline(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
   expect(record?.timeline.map((s) => s.step)).toEqual(['attempt', 'attempt_failed']);
   // Queued again for its retry, not left active by the attempt's step written last.
   expect(record?.summary.state).toBe('queued');
@@ -173,7 +173,7 @@ it('with destinations, stored is written at once (before their steps), the attem
   recorder.stored(job, delivery, STORED);
   await Promise.all(writes);
   expect((await scripts()) - before).toBe(1);
-  const record = await readRecord(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
+  const record = await readTimeline(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
   expect(record?.summary.state).toBe('active');
   expect(record?.timeline.map((s) => s.step)).toEqual(['attempt', 'stored']);
   await recorder.handled(job, delivery);
@@ -190,7 +190,7 @@ it('a run taken over from a worker that stopped: its cut-off attempt and its own
   recorder.started(job, delivery);
   await Promise.all(writes);
   expect((await scripts()) - before).toBe(1);
-  const record = await readRecord(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
+  const record = await readTimeline(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
   expect(record?.summary.state).toBe('active');
   expect(record?.summary.attempts).toBe(2);
   expect(record?.timeline.map((s) => s.step)).toEqual(['attempt_failed', 'attempt']);

@@ -1,4 +1,4 @@
-import type { ResolvedDestination } from '../../config/resolve-destinations.js';
+import type { ResolvedDestination } from '../settings/resolve-destinations.js';
 import { createAmqpSender } from './amqp-sender.js';
 import type { ForwardSigner } from './forward-signer.js';
 import { createHttpSender } from './http-sender.js';

@@ -4,7 +4,7 @@ import type { RedisConnection } from '../../redis/connections.js';
 import type { Logger } from 'pino';
 import { request } from 'undici';
 import { isConnectionError, type ConnectionLog } from '../../redis/watch-redis.js';
-import { createDeliveryRecords, type Attempt, type DeliveryRecord } from './delivery-records.js';
+import { createSentDeliveries, type Attempt, type SentDelivery } from './sent-deliveries.js';
 import { signAttempt, type Fault } from './faults.js';
 
 /** Spec §6: the waits between attempts. Five retries: six attempts in all. */
@@ -41,7 +41,7 @@ const QUEUE = 'deliveries';
  */
 export function createDeliveryEngine(options: EngineOptions) {
   const { redis, prefix, logger } = options;
-  const records = createDeliveryRecords(redis, prefix);
+  const records = createSentDeliveries(redis, prefix);
   const queue = new Queue(QUEUE, { connection: redis, prefix });
 
   async function post(body: string, signature: string, fault: Fault | undefined): Promise<Attempt> {
@@ -70,7 +70,7 @@ export function createDeliveryEngine(options: EngineOptions) {
     }
   }
 
-  async function attempt(record: DeliveryRecord, number: number): Promise<Attempt[]> {
+  async function attempt(record: SentDelivery, number: number): Promise<Attempt[]> {
     const faults = number === 0 ? record.faults : [];
     const signed = signAttempt(record.body, options.secrets, faults);
     const fault = faults[0];
@@ -118,7 +118,7 @@ export function createDeliveryEngine(options: EngineOptions) {
     /** Queues deliveries; resolves with their ids once they are stored. */
     async send(deliveries: readonly NewDelivery[]): Promise<string[]> {
       const now = Date.now();
-      const created: DeliveryRecord[] = deliveries.map((d) => ({
+      const created: SentDelivery[] = deliveries.map((d) => ({
         id: `dlv_${randomBytes(10).toString('hex')}`,
         event: d.event,
         data_id: d.data.id,

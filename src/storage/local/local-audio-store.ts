@@ -4,7 +4,7 @@ import { readFile, stat, mkdir, open, unlink, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { ARCHIVE_FOLDER, type AudioMetadata, type AudioStore } from '../audio-store.js';
-import { createLocalArchiveArea } from './local-archive-area.js';
+import { createLocalFileArea } from './local-file-area.js';
 import { createLocalWrites } from './local-writes.js';
 import { storageError } from '../storage-errors.js';
 import { tempName, isAbandonedTemp } from '../temp-name.js';
@@ -20,7 +20,7 @@ export async function createLocalAudioStore(
 ): Promise<AudioStore> {
   if (writable) await checkWritableDir(dir);
   return {
-    archive: createLocalArchiveArea(join(dir, ARCHIVE_FOLDER)),
+    files: createLocalFileArea(join(dir, ARCHIVE_FOLDER)),
     ...createLocalWrites(dir),
 
     read(name) {

@@ -22,8 +22,8 @@ interface Placed {
  * Renames the audio's temp file and then the metadata's onto their names in `dir`, so that the
  * metadata left under its name describes the audio left under its own, whatever other runs of
  * the item (a replay, a stalled job re-run) rename meanwhile. Two runs' renames interleave: A's
- * audio, B's audio, B's metadata, A's metadata leave A's metadata beside B's audio (7 of 100
- * rounds of six runs whose CDN served each other bytes). Runs of one store take turns per item
+ * audio, B's audio, B's metadata, A's metadata leave A's metadata beside B's audio (seen in
+ * runs whose CDN served each other bytes: docs/performance-history.md). Runs of one store take turns per item
  * (`turns`: the renames only, no fsync, so a turn is short). Runs in other processes sharing the
  * directory cannot be waited for without a lock file, which a killed holder would leave behind:
  * after its metadata's rename a run looks, and while its metadata stands beside another run's

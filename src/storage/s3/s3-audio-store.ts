@@ -6,8 +6,8 @@ import {
   AbortMultipartUploadCommand,
   ListMultipartUploadsCommand,
 } from '@aws-sdk/client-s3';
-import type { ArchiveArea, AudioMetadata, AudioStore } from '../audio-store.js';
-import { createS3ArchiveArea } from './s3-archive-area.js';
+import type { FileArea, AudioMetadata, AudioStore } from '../audio-store.js';
+import { createS3FileArea } from './s3-file-area.js';
 import { createS3Client, type S3Settings } from './s3-client.js';
 import { s3ItemObject } from './s3-item-object.js';
 import { s3Location, type S3Location } from './s3-location.js';
@@ -55,8 +55,8 @@ export function createS3AudioStore(
 ) {
   const s3 = s3Location(settings, client);
   const staleUploadMs = options.staleUploadMs ?? STALE_UPLOAD_MS;
-  const store: AudioStore & { checkBucket(): Promise<void>; readonly archive: ArchiveArea } = {
-    archive: createS3ArchiveArea(s3),
+  const store: AudioStore & { checkBucket(): Promise<void>; readonly files: FileArea } = {
+    files: createS3FileArea(s3),
     refusesOtherItems: true,
 
     async write(name, source, options) {

@@ -9,7 +9,7 @@ type WriteWithMetadata = NonNullable<AudioStore['writeWithMetadata']>;
 /**
  * AudioStore.writeWithMetadata of the S3 store: the audio, then its metadata. Two runs of one
  * item may interleave their PUTs (A's audio, B's audio, B's metadata, A's metadata: A's metadata
- * beside B's audio, 3 of 15 rounds of six runs). The metadata is written only while the audio is
+ * beside B's audio; docs/performance-history.md says how often). The metadata is written only while the audio is
  * still the object this run wrote (its ETag), each PUT conditional on the metadata looked at
  * before that look: a run whose audio was replaced leaves the metadata to the run that replaced
  * it, which writes its own after.

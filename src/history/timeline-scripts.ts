@@ -1,16 +1,16 @@
 /**
- * The Lua scripts that write a delivery's timeline record (delivery-timeline.ts): each reads the
- * record's JSON with Redis's cjson, changes it and writes it back, atomically, whichever process
- * runs it. A record unreadable (written by hand, cut) is started afresh rather than refused: a
+ * The Lua scripts that write a delivery's timeline (delivery-timeline.ts): each reads the
+ * timeline's JSON with Redis's cjson, changes it and writes it back, atomically, whichever process
+ * runs it. A timeline unreadable (written by hand, cut) is started afresh rather than refused: a
  * step must never fail the delivery it is about.
  *
- * The record is positional, to stay small: [event, id, received (ms), state, attempts,
+ * The timeline is positional, to stay small: [event, id, received (ms), state, attempts,
  * duplicates, forwards, steps], where forwards is [[destination, "<state code><attempts>"], …]
  * and steps is flat: ms after received, step code, detail, ms, code, detail, … A destination's
  * step names it by its index in forwards.
  */
 
-/** Steps a record keeps: the first and the latest. */
+/** Steps a timeline keeps: the first and the latest. */
 export const MAX_STEPS = 24;
 /** Re-sends listed one by one; past this they are only counted. */
 export const LISTED_DUPLICATES = 3;
@@ -43,8 +43,8 @@ end`;
 
 /**
  * The receiver's part, in the MULTI of the enqueue, after the dedupe mark (so it costs no round
- * trip): the mark names this job (a new delivery: its record starts, or goes on after its dedupe
- * mark lapsed) or another (a re-send: counted). KEYS: mark, record, all, failed. ARGV: job id,
+ * trip): the mark names this job (a new delivery: its timeline starts, or goes on after its dedupe
+ * mark lapsed) or another (a re-send: counted). KEYS: mark, timeline, all, failed. ARGV: job id,
  * now (ms), event, id, detail, ttl (ms), member.
  */
 export const RECEIVED = `${APPEND}
@@ -67,9 +67,9 @@ redis.call('SET', KEYS[2], encoded(rec), 'PX', ARGV[6])
 return 2`;
 
 /**
- * Any later step. KEYS: record, all, failed, and a job key whose `data` to set (or '' none).
+ * Any later step. KEYS: timeline, all, failed, and a job key whose `data` to set (or '' none).
  * ARGV: now, step code ('' none), detail, failed index ('+' add, '-' remove, '' leave), ttl,
- * member, then what a missing record is started with (event, id, received), state ('' leave),
+ * member, then what a missing timeline is started with (event, id, received), state ('' leave),
  * attempts ('' leave, else the number), destination ('' none) and its "<code><attempts>", the
  * job's new data ('' leave), a field of the job's to delete with it ('' none), then any steps noted
  * earlier and written with this one: at (ms), code, detail, … oldest first, appended before it.

@@ -2,21 +2,21 @@ import type { Job } from 'bullmq';
 import type { RedisConnection } from '../redis/connections.js';
 import {
   indexKeys,
-  recordKeyOf,
+  timelineKeyOf,
   timelineKeys,
   type TimelinePlace,
-} from '../records/delivery-timeline.js';
+} from '../history/delivery-timeline.js';
 import type { DeliveryJobData } from '../queue/delivery-job-data.js';
-import { parseRecord, type DeliveryState, type ReadRecord } from './read-record.js';
+import { parseTimeline, type DeliveryState, type ReadTimeline } from './parse-timeline.js';
 
 export type {
   DeliveryState,
   DeliverySummary,
   ForwardPart,
   ForwardState,
-  ReadRecord,
+  ReadTimeline,
   TimelineStep,
-} from './read-record.js';
+} from './parse-timeline.js';
 
 const BULLMQ_STATES: Readonly<Record<string, DeliveryState>> = {
   waiting: 'queued',
@@ -33,13 +33,13 @@ export function stateOfJob(state: string): DeliveryState | undefined {
   return Object.hasOwn(BULLMQ_STATES, state) ? BULLMQ_STATES[state] : undefined;
 }
 
-/** The record of one `event` + `data.id` pair, or undefined when none is kept. */
-export async function readRecord(
+/** The timeline of one `event` + `data.id` pair, or undefined when none is kept. */
+export async function readTimeline(
   redis: RedisConnection,
   place: TimelinePlace,
-): Promise<ReadRecord | undefined> {
+): Promise<ReadTimeline | undefined> {
   const keys = timelineKeys(place);
-  return parseRecord(await redis.get(keys.record), keys.member);
+  return parseTimeline(await redis.get(keys.timeline), keys.member);
 }
 
 /** What a list asks for: every field narrows it; none, the newest deliveries of all. */
@@ -91,7 +91,7 @@ export function decodeCursor(cursor: string): Cursor | undefined {
   }
 }
 
-/** One index entry and the record it names (undefined when the record is gone). */
+/** One index entry and the timeline it names (null when the timeline is gone). */
 interface Indexed {
   readonly score: number;
   readonly member: string;
@@ -99,8 +99,8 @@ interface Indexed {
 }
 
 /**
- * One shard's index entries newest first, a page per round trip with the records they name (an
- * index and its records share the shard's slot, so one MGET reads them). Equal times list in
+ * One shard's index entries newest first, a page per round trip with the timelines they name (an
+ * index and its timelines share the shard's slot, so one MGET reads them). Equal times list in
  * reverse order of member; those at or after the cursor's are left out.
  */
 async function* shardEntries(
@@ -135,7 +135,7 @@ async function* shardEntries(
     const raws =
       entries.length === 0
         ? []
-        : await redis.mget(entries.map((e) => recordKeyOf(prefix, e.member)));
+        : await redis.mget(entries.map((e) => timelineKeyOf(prefix, e.member)));
     for (const [at, entry] of entries.entries()) yield { ...entry, raw: raws[at] ?? null };
     if (page.length < PAGE * 2) return;
   }
@@ -146,19 +146,19 @@ const before = (a: Indexed, b: Indexed) =>
   a.score !== b.score ? a.score > b.score : a.member > b.member;
 
 /**
- * Records newest first from the time index (the failed one for `state: failed`) of every shard
+ * Timelines newest first from the time index (the failed one for `state: failed`) of every shard
  * (`prefixes`, each shard's), merged as one index, filtered, `limit` at the most, and the cursor
  * to the next page (null when no index has more). A pair lives in one shard, so a member is in
  * one index, and one cursor (score and member) says where the merged list stopped in each.
  */
-export async function listRecords(
+export async function listTimelines(
   redis: RedisConnection,
   prefixes: string | readonly string[],
   query: ListQuery,
-): Promise<{ records: ReadRecord[]; next: string | null }> {
+): Promise<{ records: ReadTimeline[]; next: string | null }> {
   const shards = [prefixes].flat().map((prefix) => shardEntries(redis, prefix, query));
   const heads = await Promise.all(shards.map(async (shard) => (await shard.next()).value));
-  const records: ReadRecord[] = [];
+  const records: ReadTimeline[] = [];
   let last: Indexed | undefined;
   try {
     for (let read = 0; read < SCAN_BUDGET; read++) {
@@ -172,7 +172,7 @@ export async function listRecords(
       if (entry === undefined || shard === undefined) return { records, next: null };
       last = entry;
       heads[at] = (await shard.next()).value;
-      const record = parseRecord(entry.raw, entry.member);
+      const record = parseTimeline(entry.raw, entry.member);
       if (record === undefined || !matches(record, query)) continue;
       records.push(record);
       if (records.length === query.limit)
@@ -184,12 +184,12 @@ export async function listRecords(
   }
 }
 
-/** Whether a record is one the query asks for: every field given narrows it. */
-export function matches(record: ReadRecord, query: ListQuery): boolean {
+/** Whether a timeline is one the query asks for: every field given narrows it. */
+export function matches(record: ReadTimeline, query: ListQuery): boolean {
   const { summary } = record;
   if (query.event !== undefined && summary.event !== query.event) return false;
   if (query.state !== undefined && summary.state !== query.state) return false;
-  // Own names only: `in` would find `constructor` or `toString` in every record.
+  // Own names only: `in` would find `constructor` or `toString` in every timeline.
   if (query.destination !== undefined && !Object.hasOwn(summary.forwards, query.destination))
     return false;
   if (query.since !== undefined && record.score < query.since) return false;

@@ -23,7 +23,9 @@ export interface DestinationSource {
 }
 
 /** Every destination, FORWARD_URLS' in their order first, then FORWARD_CONFIG's. */
-export function destinationSources(config: DestinationSettings): readonly DestinationSource[] {
+export function destinationSources(
+  config: Pick<ForwardSettings, 'forwardDestinations' | 'forwardConfigDestinations'>,
+): readonly DestinationSource[] {
   return [
     ...config.forwardDestinations.map((destination, at) => ({
       destination,
@@ -49,4 +51,37 @@ export function resolveDestinations(config: DestinationSettings): readonly Resol
     attempts: destination.attempts ?? config.forwardAttempts,
     timeoutMs: destination.timeoutMs ?? config.forwardTimeoutMs,
   }));
+}
+
+/**
+ * FORWARD_URLS and FORWARD_CONFIG together, each fine alone: an HTTP destination needs a signing
+ * key, and each destination needs a name of its own.
+ */
+export function destinationProblems(
+  config: Pick<
+    ForwardSettings,
+    'forwardDestinations' | 'forwardConfigDestinations' | 'forwardSecret' | 'forwardSigningKeys'
+  >,
+): string[] {
+  const problems: string[] = [];
+  const sources = destinationSources(config);
+  const http = sources.find((source) => source.destination.kind === 'http');
+  if (
+    http !== undefined &&
+    config.forwardSecret === undefined &&
+    config.forwardSigningKeys.length === 0
+  ) {
+    problems.push(
+      `${http.variable} names an HTTP destination (${http.destination.name}) but neither FORWARD_SECRET nor FORWARD_SIGNING_KEY is set: HTTP forwards are signed with one or both`,
+    );
+  }
+  // A name is what jobs, metrics and `forward pause` address a destination by: one each.
+  const named = (name: string) => sources.find((source) => source.destination.name === name);
+  const twice = sources.find((source) => named(source.destination.name) !== source);
+  if (twice !== undefined) {
+    problems.push(
+      `${named(twice.destination.name)?.from ?? ''} and ${twice.from} are both named ${twice.destination.name}: give one another "name" in FORWARD_CONFIG`,
+    );
+  }
+  return problems;
 }

@@ -8,13 +8,13 @@ import type { WriteGate } from '../redis/write-gate.js';
 import { dispatch } from './dispatch.js';
 import type { WorkerContext } from './worker-context.js';
 import { startArchiving } from '../archive/archive-deliveries.js';
-import type { DeliverySteps } from './run-delivery.js';
-import { deliveryTimeline, timelineTtlMs } from '../records/delivery-timeline.js';
+import type { DeliveryStages } from './run-delivery.js';
+import { deliveryTimeline, timelineTtlMs } from '../history/delivery-timeline.js';
 import { deliveryKeys } from '../queue/delivery-keys.js';
-import { recordSteps } from './record-steps.js';
+import { createStepWriter } from './timeline-steps.js';
 
 /** The steps, and how to stop what they started (the archive's sweeps, forwarding's worker). */
-export interface RunningSteps extends DeliverySteps {
+export interface RunningStages extends DeliveryStages {
   close(): Promise<void>;
 }
 
@@ -22,7 +22,7 @@ export interface RunningSteps extends DeliverySteps {
  * What the steps read: forwarding's settings, the archive's retention, and what the timeline's
  * records are kept under and for how long (the archive's retention, else the dedupe window).
  */
-export type StepsSettings = ForwardingConfig &
+export type StagesSettings = ForwardingConfig &
   Pick<StorageSettings, 'archiveRetentionHours'> &
   Pick<RedisSettings, 'queuePrefix' | 'queueShards' | 'dedupeTtlSeconds'>;
 
@@ -31,8 +31,8 @@ export type StepsSettings = ForwardingConfig &
  * ARCHIVE_RETENTION_HOURS keeps one and the store has one, the handlers, and forwarding when
  * FORWARD_URLS names destinations.
  */
-export function createDeliverySteps(
-  config: StepsSettings,
+export function createDeliveryStages(
+  config: StagesSettings,
   logger: Logger,
   redis: RedisConnection,
   context: WorkerContext,
@@ -44,7 +44,7 @@ export function createDeliverySteps(
     /** The process's: no job is taken while Redis refuses writes. */
     readonly gate?: WriteGate | undefined;
   },
-): RunningSteps {
+): RunningStages {
   const archiver = startArchiving(config, context.store, logger, shared.registries);
   const timeline = deliveryTimeline(
     redis,
@@ -53,7 +53,7 @@ export function createDeliverySteps(
   );
   const forwarding = startForwarding(config, logger, redis, { ...shared, timeline });
   return {
-    recorder: recordSteps(timeline, logger, { forwards: forwarding !== undefined }),
+    recorder: createStepWriter(timeline, logger, { forwards: forwarding !== undefined }),
     archive: archiver === undefined ? undefined : (job) => archiver.record(job),
     handle: (job) => dispatch(job, context),
     forward:

@@ -13,7 +13,7 @@ export interface Attempt {
 
 export type DeliveryState = 'pending' | 'delivered' | 'exhausted';
 
-export interface DeliveryRecord {
+export interface SentDelivery {
   readonly id: string;
   readonly event: string;
   readonly data_id: string;
@@ -26,13 +26,13 @@ export interface DeliveryRecord {
 }
 
 /** Deliveries and their attempt logs: `<prefix>:delivery-index` (by creation) and records. */
-export function createDeliveryRecords(redis: RedisConnection, prefix: string) {
+export function createSentDeliveries(redis: RedisConnection, prefix: string) {
   const index = `${prefix}:delivery-index`;
   const records = `${prefix}:delivery-records`;
   const parse = (raw: string | null) =>
-    raw === null ? undefined : (JSON.parse(raw) as DeliveryRecord);
+    raw === null ? undefined : (JSON.parse(raw) as SentDelivery);
   return {
-    async add(all: readonly DeliveryRecord[]): Promise<void> {
+    async add(all: readonly SentDelivery[]): Promise<void> {
       const tx = redis.multi();
       for (const record of all) {
         tx.hset(records, record.id, JSON.stringify(record));
@@ -40,16 +40,16 @@ export function createDeliveryRecords(redis: RedisConnection, prefix: string) {
       }
       await tx.exec();
     },
-    async get(id: string): Promise<DeliveryRecord | undefined> {
+    async get(id: string): Promise<SentDelivery | undefined> {
       return parse(await redis.hget(records, id));
     },
-    async put(record: DeliveryRecord): Promise<void> {
+    async put(record: SentDelivery): Promise<void> {
       await redis.hset(records, record.id, JSON.stringify(record));
     },
     /** Oldest first. */
-    async list(): Promise<DeliveryRecord[]> {
+    async list(): Promise<SentDelivery[]> {
       const ids = await redis.zrange(index, '0', '-1');
-      const found: DeliveryRecord[] = [];
+      const found: SentDelivery[] = [];
       for (let i = 0; i < ids.length; i += 1000) {
         const values = await redis.hmget(records, ...ids.slice(i, i + 1000));
         for (const value of values) {
@@ -62,4 +62,4 @@ export function createDeliveryRecords(redis: RedisConnection, prefix: string) {
   };
 }
 
-export type DeliveryRecords = ReturnType<typeof createDeliveryRecords>;
+export type SentDeliveries = ReturnType<typeof createSentDeliveries>;

@@ -1,23 +1,23 @@
 import { createHash } from 'node:crypto';
 
 /**
- * What a record (failure log, revocation registry) keeps of a delivery, and how it reads back.
+ * What an entry (failure log, revocation registry) keeps of a delivery, and how it reads back.
  * The queue's Redis is noeviction and a handled delivery may leave at most 2 KB in it, its
- * completed job included, while an id or a `data` may be as long as the body. So a record is
+ * completed job included, while an id or a `data` may be as long as the body. So an entry is
  * bounded whatever the body (docs/capacity.md, "What a handled delivery leaves"):
  *
- * - an id whose JSON text is at most ID_KEPT_BYTES is the record's key (hash field, sorted-set
- *   member), and the record does not repeat it; a longer one is keyed by its SHA-256
- *   (`sha256:<base64url>`, recordKey) and the record keeps its first characters, with
+ * - an id whose JSON text is at most ID_KEPT_BYTES is the entry's key (hash field, sorted-set
+ *   member), and the entry does not repeat it; a longer one is keyed by its SHA-256
+ *   (`sha256:<base64url>`, entryField) and the entry keeps its first characters, with
  *   `id_truncated: true`;
  * - `data` is kept as the provider wrote it (its JSON text, spliced in, never re-serialised:
- *   JSON.stringify writes 1e20 as 21 digits) when the whole record fits in RECORD_MAX_BYTES;
+ *   JSON.stringify writes 1e20 as 21 digits) when the whole entry fits in ENTRY_MAX_BYTES;
  *   otherwise `payload` is null, with `payload_bytes` (its UTF-8 length). The archive holds
  *   every delivery whole (`replay`).
  *
- * Read back (decodeRecord), every record has the same shape, `payload_truncated: true` marking
+ * Read back (decodeEntry), every entry has the same shape, `payload_truncated: true` marking
  * a payload not kept, whichever version wrote it: earlier versions kept the whole id and the
- * whole `data` re-serialised; their id is cut as a new record's would be.
+ * whole `data` re-serialised; their id is cut as a new entry's would be.
  */
 
 /**
@@ -27,16 +27,16 @@ import { createHash } from 'node:crypto';
 export const ID_KEPT_BYTES = 64;
 
 /**
- * The longest record, in bytes of JSON. A completed job takes most of a handled delivery's 2 KB
- * (more while it keeps a short body); this is what a record may take of the rest, beside its key.
+ * The longest entry, in bytes of JSON. A completed job takes most of a handled delivery's 2 KB
+ * (more while it keeps a short body); this is what an entry may take of the rest, beside its key.
  */
-export const RECORD_MAX_BYTES = 192;
+export const ENTRY_MAX_BYTES = 192;
 
-/** The data the record keeps: the delivery's `data`, parsed, as it was written. */
+/** The data the entry keeps: the delivery's `data`, parsed, as it was written. */
 export type KeptPayload = { readonly id: string } & Readonly<Record<string, unknown>>;
 
-/** A record as it reads back: `Time` names its time field (`received_at`, `revoked_at`). */
-export type KeptRecord<Time extends string> = {
+/** An entry as it reads back: `Time` names its time field (`received_at`, `revoked_at`). */
+export type KeptEntry<Time extends string> = {
   /** The id, or its first characters when `id_truncated`. */
   readonly id: string;
   readonly id_truncated?: true;
@@ -48,50 +48,50 @@ export type KeptRecord<Time extends string> = {
   readonly payload_truncated?: true;
 };
 
-/** The shape of recordKey's digest: an id of that shape is hashed too, so no two ids share a key. */
+/** The shape of entryField's digest: an id of that shape is hashed too, so no two ids share a key. */
 const DIGEST = /^sha256:[A-Za-z0-9_-]{43}$/;
 
 /**
- * The record's name in Redis (hash field, sorted-set member): the id itself when it is kept
+ * The entry's name in Redis (hash field, sorted-set member): the id itself when it is kept
  * whole, else `sha256:` and the base64url SHA-256 of its UTF-8. Written and read alike.
  */
-export function recordKey(id: string): string {
+export function entryField(id: string): string {
   return keptWhole(id) && !DIGEST.test(id)
     ? id
     : `sha256:${createHash('sha256').update(id, 'utf8').digest('base64url')}`;
 }
 
 /**
- * A record's JSON text, stored under recordKey(id): `{"id"?, "id_truncated"?, <time>,
+ * An entry's JSON text, stored under entryField(id): `{"id"?, "id_truncated"?, <time>,
  * "payload", "payload_bytes"?}`. `dataText` is the delivery's `data` as the provider wrote it.
  */
-export function encodeRecord(
+export function encodeEntry(
   id: string,
   time: readonly [name: string, value: string],
   dataText: string,
 ): string {
   const shown = shownId(id);
   const named =
-    recordKey(id) === id
+    entryField(id) === id
       ? ''
       : `"id":${JSON.stringify(shown)},${shown.length < id.length ? '"id_truncated":true,' : ''}`;
   const head = `{${named}${JSON.stringify(time[0])}:${JSON.stringify(time[1])},"payload":`;
   // Measured in UTF-16 units first: a body of megabytes is not counted byte by byte.
-  if (head.length + dataText.length < RECORD_MAX_BYTES) {
+  if (head.length + dataText.length < ENTRY_MAX_BYTES) {
     const whole = `${head}${dataText}}`;
-    if (Buffer.byteLength(whole) <= RECORD_MAX_BYTES && isObjectText(dataText)) return whole;
+    if (Buffer.byteLength(whole) <= ENTRY_MAX_BYTES && isObjectText(dataText)) return whole;
   }
   return `${head}null,"payload_bytes":${Buffer.byteLength(dataText)}}`;
 }
 
 /**
- * The record stored under `key`, whichever version wrote it; its time field is named `time`.
+ * The entry stored under `key`, whichever version wrote it; its time field is named `time`.
  */
-export function decodeRecord<Time extends string>(
+export function decodeEntry<Time extends string>(
   text: string,
   key: string,
   time: Time,
-): KeptRecord<Time> {
+): KeptEntry<Time> {
   const record: unknown = JSON.parse(text);
   if (!isObject(record)) throw new Error(`not a record: ${text.slice(0, 100)}`);
   const id = typeof record.id === 'string' ? record.id : key;
@@ -106,7 +106,7 @@ export function decodeRecord<Time extends string>(
     [time]: typeof at === 'string' ? at : '',
     payload: kept ? (payload as KeptPayload) : null,
     ...(kept || typeof bytes !== 'number' ? {} : { payload_bytes: bytes, payload_truncated: true }),
-  } as KeptRecord<Time>;
+  } as KeptEntry<Time>;
 }
 
 /** Whether the id's JSON text (without its quotes) fits in ID_KEPT_BYTES. */

@@ -1,20 +1,20 @@
 import type { RedisConnection } from '../redis/connections.js';
 import type { KeyRevokedEvent } from '../provider-spec/events.js';
-import { decodeRecord, encodeRecord, recordKey, type KeptRecord } from './record-codec.js';
+import { decodeEntry, encodeEntry, entryField, type KeptEntry } from './entry-codec.js';
 
 /**
- * A revocation as recorded (record-codec.ts): the key's id (cut past 64 bytes, `id_truncated`),
+ * A revocation as recorded (entry-codec.ts): the key's id (cut past 64 bytes, `id_truncated`),
  * when the receiver accepted it, and the delivery's `data` as the provider wrote it, or
  * `payload: null` with `payload_bytes` when that was too long to keep. A type, not an
- * interface: the CLI prints records as they are (rows need an index).
+ * interface: the CLI prints entries as they are (rows need an index).
  */
-export type RevokedKey = KeptRecord<'revoked_at'>;
+export type RevokedKey = KeptEntry<'revoked_at'>;
 
 export interface RevocationRegistry {
   /**
-   * Records a revocation; false when it was already recorded (a re-run job changes nothing).
+   * Adds a revocation; false when it was already recorded (a re-run job changes nothing).
    * `dataText`: its `data` as the provider wrote it (HookContext's `delivery.dataText`); without
-   * it the record keeps `event.data` re-serialised.
+   * it the entry keeps `event.data` re-serialised.
    */
   record(event: KeyRevokedEvent, revokedAt: string, dataText?: string): Promise<boolean>;
   /** For application code: refuse work for a revoked key. Any id, however long. */
@@ -31,24 +31,24 @@ export function revocationChannel(prefix: string): string {
   return `${prefix}:revoked-keys:announce`;
 }
 
-/** The hash of revocations: revocationField(key id) → record. */
+/** The hash of revocations: revocationField(key id) → entry. */
 export function revocationKey(prefix: string): string {
   return `${prefix}:revoked-keys`;
 }
 
 /**
  * A key's field in the registry: its id when its JSON text is at most 64 bytes, else a digest
- * of it (recordKey). A client that reads the fields compares its ids through this.
+ * of it (entryField). A client that reads the fields compares its ids through this.
  */
-export const revocationField = recordKey;
+export const revocationField = entryField;
 
-// Record and announce together: a subscriber never misses a revocation that is stored.
+// Written and announced together: a subscriber never misses a revocation that is stored.
 const RECORD = `
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
 redis.call('PUBLISH', ARGV[3], ARGV[1])
 return 1`;
 
-/** The revocation registry: one Redis hash under the queue prefix, revocationField → record. */
+/** The revocation registry: one Redis hash under the queue prefix, revocationField → entry. */
 export function createRevocationRegistry(
   redis: RedisConnection,
   prefix: string,
@@ -62,7 +62,7 @@ export function createRevocationRegistry(
         1,
         key,
         revocationField(id),
-        encodeRecord(id, ['revoked_at', revokedAt], dataText ?? JSON.stringify(event.data)),
+        encodeEntry(id, ['revoked_at', revokedAt], dataText ?? JSON.stringify(event.data)),
         revocationChannel(prefix),
       );
       return added === 1;
@@ -79,7 +79,7 @@ export function createRevocationRegistry(
     },
     async listRevokedKeys() {
       const records = Object.entries(await redis.hgetall(key)).map(([field, value]) =>
-        decodeRecord(value, field, 'revoked_at'),
+        decodeEntry(value, field, 'revoked_at'),
       );
       return records.sort((a, b) => b.revoked_at.localeCompare(a.revoked_at));
     },

@@ -2,7 +2,7 @@ import { appendFile } from 'node:fs';
 import { mkdir, opendir, readdir, readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import type { ArchiveArea } from '../audio-store.js';
+import type { FileArea } from '../audio-store.js';
 import { archiveSegments } from '../archive-path.js';
 import { storageError } from '../storage-errors.js';
 import { writeAtomically } from '../write-atomically.js';
@@ -14,12 +14,12 @@ import { writeAtomically } from '../write-atomically.js';
 const appendToFile = promisify(appendFile);
 
 /**
- * The archive as files under `root` (`<AUDIO_DIR>/.archive`). A file put appears whole (temp file
- * in the same folder, then rename); an append goes to the end of a file that one writer owns
- * (archive/archive.ts). Neither is fsynced: an entry is a record kept beside the queue, and a
+ * The store's small-files area as files under `root` (`<AUDIO_DIR>/.archive`). A file put appears
+ * whole (temp file in the same folder, then rename); an append goes to the end of a file that one
+ * writer owns (archive/archive.ts). Neither is fsynced: an archive entry is a copy kept beside the queue, and a
  * host crash may lose the last seconds of them, never a delivery (docs/replay.md).
  */
-export function createLocalArchiveArea(root: string): ArchiveArea {
+export function createLocalFileArea(root: string): FileArea {
   const file = (path: string) => join(root, ...archiveSegments(path, 'file'));
   const folder = (path: string) => join(root, ...archiveSegments(path, 'folder'));
   const fail =

@@ -1,27 +1,28 @@
 import type { RedisConnection } from '../redis/connections.js';
+import { firstChars } from '../util/first-chars.js';
 import { LISTED_DUPLICATES, MAX_STEPS, RECEIVED, STEP } from './timeline-scripts.js';
 
 export { LISTED_DUPLICATES, MAX_STEPS };
 
 /**
- * What happened to each delivery, for the delivery inspector: one record per `event` + `data.id`
+ * What happened to each delivery, for the delivery inspector: one timeline per `event` + `data.id`
  * pair, written by whichever process did the step (a receiver: received, duplicate; a worker:
  * attempts, handled, failed, stored; forwarding: per destination; `retry` and `replay`), read by
  * the inspector's API, page and CLI (inspector/).
  *
- * The record is ONE string key of positional JSON, which the scripts (timeline-scripts.ts) read
+ * The timeline is ONE string key of positional JSON, which the scripts (timeline-scripts.ts) read
  * and rewrite atomically with Redis's cjson (a hash is stored as a hashtable, not a listpack,
  * once one value passes 64 bytes, and costs several times as much): what a handled delivery
- * leaves in the queue's Redis is at most 2 KB in all (docs/capacity.md), and its record is a
+ * leaves in the queue's Redis is at most 2 KB in all (docs/capacity.md), and its timeline is a
  * few hundred bytes of that. Details are stored terse (`0 245`: the index of the secret that verified it, from 0 as /metrics counts, and the size) and worded by
- * the reader (inspector/delivery-records.ts). A delivery's job is not kept here: the dedupe mark
+ * the reader (inspector/timeline-queries.ts). A delivery's job is not kept here: the dedupe mark
  * names it, and a replay's `replayed` step names the job it queued.
  *
  * Steps are kept oldest first, at most MAX_STEPS (the first, `received`, always, then the latest);
  * the provider's re-sends are counted in `d` and listed as steps only up to LISTED_DUPLICATES.
- * Each record lives the archive's retention (ARCHIVE_RETENTION_HOURS; the dedupe mark's when the
- * archive is off) from its last step. Two sorted sets under the same prefix index the records by
- * receipt time, newest last: every delivery, and the failed ones; members are the records'
+ * Each timeline lives the archive's retention (ARCHIVE_RETENTION_HOURS; the dedupe mark's when the
+ * archive is off) from its last step. Two sorted sets under the same prefix index the timelines by
+ * receipt time, newest last: every delivery, and the failed ones; members are the timelines'
  * digests, trimmed to the same retention as deliveries arrive.
  */
 
@@ -60,10 +61,10 @@ export const FORWARD_STATES = {
 export type ForwardCode = keyof typeof FORWARD_STATES;
 
 /**
- * A record as stored: event, id, received (ms), state, attempts started, duplicates, each
+ * A timeline as stored: event, id, received (ms), state, attempts started, duplicates, each
  * destination and its "<state code><attempts>", the steps (ms after received, code, detail)…
  */
-export type StoredRecord = readonly [
+export type StoredTimeline = readonly [
   event: string,
   id: string,
   received: number,
@@ -75,7 +76,7 @@ export type StoredRecord = readonly [
 ];
 
 export interface TimelineKeys {
-  readonly record: string;
+  readonly timeline: string;
   readonly all: string;
   readonly failed: string;
   /** The member of the indexes: 12 characters of the digest (72 bits; 1e-10 odds of a clash in 1M). */
@@ -83,8 +84,8 @@ export interface TimelineKeys {
 }
 
 /**
- * Where a pair's record lives, as the queue hands it over (queue/delivery-keys.ts): the prefix
- * of the pair's queue, whose slot the record shares, and the pair's digest.
+ * Where a pair's timeline lives, as the queue hands it over (queue/delivery-keys.ts): the prefix
+ * of the pair's queue, whose slot the timeline shares, and the pair's digest.
  */
 export interface TimelinePlace {
   readonly prefix: string;
@@ -95,24 +96,23 @@ const MEMBER_CHARS = 12;
 
 /** The member that stands for a pair in the indexes. */
 export const memberOf = (digest: string) => digest.slice(0, MEMBER_CHARS);
-export const recordKeyOf = (prefix: string, member: string) => `${prefix}:i:${member}`;
+export const timelineKeyOf = (prefix: string, member: string) => `${prefix}:i:${member}`;
 export const indexKeys = (prefix: string) => ({
   all: `${prefix}:inspect:all`,
   failed: `${prefix}:inspect:failed`,
 });
 
-/** A pair's record, and the indexes it is listed in. */
+/** A pair's timeline, and the indexes it is listed in. */
 export function timelineKeys({ prefix, digest }: TimelinePlace): TimelineKeys {
   const member = memberOf(digest);
-  return { record: recordKeyOf(prefix, member), ...indexKeys(prefix), member };
+  return { timeline: timelineKeyOf(prefix, member), ...indexKeys(prefix), member };
 }
 
 /**
- * An id as a record keeps it: its first 64 characters (the provider's are far shorter; a record
+ * How many characters of an id a timeline keeps (the provider's are far shorter; the timeline
  * of a longer one shows its start, and its page is still found by the whole id).
  */
-export const recordedId = (id: string) =>
-  id.length <= 64 ? id : Array.from(id).slice(0, 64).join('');
+const KEPT_ID_CHARS = 64;
 
 const cut = (detail: string) =>
   detail.length <= DETAIL_CHARS ? detail : `${detail.slice(0, DETAIL_CHARS - 1)}…`;
@@ -124,11 +124,11 @@ const storedDetail = (code: string, detail: string) => (code === 'S' ? detail : 
 export interface StepSubject {
   readonly event: string;
   readonly id: string;
-  /** When it was received (ms since the epoch): used only when its record is gone. */
+  /** When it was received (ms since the epoch): used only when its timeline is gone. */
   readonly receivedAt: number;
 }
 
-/** A step noted earlier and written with a later one (worker/record-steps.ts): when, what. */
+/** A step noted earlier and written with a later one (worker/timeline-steps.ts): when, what. */
 export interface EarlierStep {
   /** When it happened, ms since the epoch. */
   readonly at: number;
@@ -136,7 +136,7 @@ export interface EarlierStep {
   readonly detail: string;
 }
 
-/** A step of a delivery's, and what it changes of its record. */
+/** A step of a delivery's, and what it changes of its timeline. */
 export interface Step {
   readonly code?: StepCode;
   readonly detail?: string;
@@ -151,7 +151,7 @@ export interface Step {
     readonly attempts: number;
   };
   readonly jobId?: string;
-  /** Sets this job's data in the same call (the handled job's record: run-delivery.ts). */
+  /** Sets this job's data in the same call (the handled job's summary: run-delivery.ts). */
   readonly jobData?: {
     readonly key: string;
     readonly data: string;
@@ -163,8 +163,8 @@ export interface Step {
 }
 
 export interface DeliveryTimeline {
-  /** Records one step; rejects when Redis did (the caller decides whether that matters). */
-  record(subject: StepSubject, step: Step): Promise<void>;
+  /** Writes one step; rejects when Redis did (the caller decides whether that matters). */
+  write(subject: StepSubject, step: Step): Promise<void>;
   /**
    * The receiver's step, queued on the enqueue's transaction after the dedupe mark (the mark
    * names `jobId` when the delivery is new). `detail`: which secret verified it, its size.
@@ -178,7 +178,7 @@ export interface DeliveryTimeline {
     subject: Omit<StepSubject, 'receivedAt'>,
     detail: string,
   ): void;
-  /** How long a record lives after its last step, in ms. */
+  /** How long a timeline lives after its last step, in ms. */
   readonly ttlMs: number;
 }
 
@@ -216,7 +216,7 @@ function commandOf(
 
 /**
  * A delivery's timeline in Redis, each pair's where `placeOf` puts it (the queue's keys: a
- * record shares its queue's slot). `ttlMs`: ARCHIVE_RETENTION_HOURS, or DEDUPE_TTL_SECONDS when
+ * timeline shares its queue's slot). `ttlMs`: ARCHIVE_RETENTION_HOURS, or DEDUPE_TTL_SECONDS when
  * the archive is off (timelineTtlMs).
  */
 export function deliveryTimeline(
@@ -226,17 +226,17 @@ export function deliveryTimeline(
 ): DeliveryTimeline {
   return {
     ttlMs,
-    async record(subject, step) {
+    async write(subject, step) {
       define(redis);
       const keys = timelineKeys(placeOf(subject.event, subject.id));
       const destination = step.destination;
       await commandOf(redis, STEP_COMMAND)(
-        keys.record,
+        keys.timeline,
         keys.all,
         keys.failed,
-        // No job to write: a key of the record's own slot stands in (the script reads KEYS[4]
+        // No job to write: a key of the timeline's own slot stands in (the script reads KEYS[4]
         // only with data to write), since on a Cluster every key of a script must share a slot.
-        step.jobData?.key ?? keys.record,
+        step.jobData?.key ?? keys.timeline,
         Date.now(),
         step.code ?? '',
         storedDetail(step.code ?? '', step.detail ?? ''),
@@ -244,7 +244,7 @@ export function deliveryTimeline(
         ttlMs,
         keys.member,
         subject.event,
-        recordedId(subject.id),
+        firstChars(subject.id, KEPT_ID_CHARS),
         subject.receivedAt,
         step.state ?? '',
         step.attempts ?? '',
@@ -259,13 +259,13 @@ export function deliveryTimeline(
       const keys = timelineKeys(pair);
       void commandOf(transaction, RECEIVED_COMMAND)(
         pair.mark,
-        keys.record,
+        keys.timeline,
         keys.all,
         keys.failed,
         jobId,
         Date.now(),
         subject.event,
-        recordedId(subject.id),
+        firstChars(subject.id, KEPT_ID_CHARS),
         cut(detail),
         ttlMs,
         keys.member,
@@ -274,7 +274,7 @@ export function deliveryTimeline(
   };
 }
 
-/** How long records live: the archive's retention, else the dedupe mark's lifetime. */
+/** How long timelines live: the archive's retention, else the dedupe mark's lifetime. */
 export function timelineTtlMs(settings: {
   readonly archiveRetentionHours: number;
   readonly dedupeTtlSeconds: number;

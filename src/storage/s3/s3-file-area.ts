@@ -4,7 +4,7 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
 } from '@aws-sdk/client-s3';
-import { ARCHIVE_FOLDER, type ArchiveArea } from '../audio-store.js';
+import { ARCHIVE_FOLDER, type FileArea } from '../audio-store.js';
 import { archiveSegments } from '../archive-path.js';
 import type { S3Location } from './s3-location.js';
 import { statusOf } from './s3-storage-error.js';
@@ -13,13 +13,13 @@ import { statusOf } from './s3-storage-error.js';
 const DELETES_IN_FLIGHT = 8;
 
 /**
- * The archive as objects under `<S3_PREFIX>.archive/`: a PUT is whole by nature. There is no
+ * The store's small-files area as objects under `<S3_PREFIX>.archive/`: a PUT is whole by nature. There is no
  * append, so the archive puts its entries in batches, many lines to an object
  * (archive/batch-writer.ts). One DELETE per object when a folder is removed: DeleteObjects needs
  * a checksum header that S3-compatible stores disagree on (docs/replay.md), and batches keep an
  * hour's objects far fewer than its entries.
  */
-export function createS3ArchiveArea(s3: S3Location): ArchiveArea {
+export function createS3FileArea(s3: S3Location): FileArea {
   const { client, bucket } = s3;
   const root = `${s3.prefix}${ARCHIVE_FOLDER}/`;
   const fileKey = (path: string) => `${root}${archiveSegments(path, 'file').join('/')}`;

@@ -1,30 +1,30 @@
 import type { RedisConnection } from '../redis/connections.js';
 import type { AudioFailedEvent } from '../provider-spec/events.js';
-import { decodeRecord, encodeRecord, recordKey, type KeptRecord } from './record-codec.js';
+import { decodeEntry, encodeEntry, entryField, type KeptEntry } from './entry-codec.js';
 
 /**
- * A recorded `audio.failed` (record-codec.ts): its id (cut past 64 bytes, `id_truncated`), when
+ * A recorded `audio.failed` (entry-codec.ts): its id (cut past 64 bytes, `id_truncated`), when
  * it was received, and its `data` as the provider wrote it, or `payload: null` with
  * `payload_bytes` when that was too long to keep. A type, not an interface: the CLI prints
- * records as they are (rows need an index).
+ * entries as they are (rows need an index).
  */
-export type RecordedFailure = KeptRecord<'received_at'>;
+export type LoggedFailure = KeptEntry<'received_at'>;
 
 export interface FailureLog {
   /**
-   * Records an `audio.failed`; false when this id is already recorded. `dataText`: its `data`
-   * as the provider wrote it (HookContext's `delivery.dataText`); without it the record keeps
+   * Logs an `audio.failed`; false when this id is already recorded. `dataText`: its `data`
+   * as the provider wrote it (HookContext's `delivery.dataText`); without it the entry keeps
    * `event.data` re-serialised.
    */
   record(event: AudioFailedEvent, receivedAt: string, dataText?: string): Promise<boolean>;
   /** Newest first. */
-  list(): Promise<RecordedFailure[]>;
+  list(): Promise<LoggedFailure[]>;
 }
 
 /** How many failures are kept; the oldest go first. */
-export const MAX_RECORDED_FAILURES = 10_000;
+export const MAX_LOGGED_FAILURES = 10_000;
 
-// One script, so a crash can never leave an index entry without its record, or the log unbounded.
+// One script, so a crash can never leave an index entry without its entry, or the log unbounded.
 const RECORD = `
 if redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2]) == 0 then return 0 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
@@ -37,13 +37,13 @@ end
 return 1`;
 
 /**
- * Recorded `audio.failed` events under the prefix: a sorted set of record keys by time, and a
- * hash of records by the same keys (recordKey: the id, or its digest when it is long).
+ * Recorded `audio.failed` events under the prefix: a sorted set of entry keys by time, and a
+ * hash of entries by the same keys (entryField: the id, or its digest when it is long).
  */
 export function createFailureLog(
   redis: RedisConnection,
   prefix: string,
-  max = MAX_RECORDED_FAILURES,
+  max = MAX_LOGGED_FAILURES,
 ): FailureLog {
   const index = `${prefix}:audio-failures`;
   const records = `${prefix}:audio-failures:records`;
@@ -56,8 +56,8 @@ export function createFailureLog(
         index,
         records,
         Date.parse(receivedAt),
-        recordKey(id),
-        encodeRecord(id, ['received_at', receivedAt], dataText ?? JSON.stringify(event.data)),
+        entryField(id),
+        encodeEntry(id, ['received_at', receivedAt], dataText ?? JSON.stringify(event.data)),
         max,
       );
       return added === 1;
@@ -70,7 +70,7 @@ export function createFailureLog(
         const value = values[i];
         return value === null || value === undefined
           ? []
-          : [decodeRecord(value, key, 'received_at')];
+          : [decodeEntry(value, key, 'received_at')];
       });
     },
   };

@@ -4,8 +4,8 @@ import {
   STEP_NAMES,
   type ForwardCode,
   type StateCode,
-  type StoredRecord,
-} from '../records/delivery-timeline.js';
+  type StoredTimeline,
+} from '../history/delivery-timeline.js';
 
 /** A delivery's state, as the API names it. */
 export type DeliveryState = (typeof STATES)[StateCode];
@@ -37,8 +37,8 @@ export interface ForwardPart {
   readonly last_error: string | null;
 }
 
-/** A record read back: what the API shows of it, and the job it names. */
-export interface ReadRecord {
+/** A timeline read back: what the API shows of it, and the job it names. */
+export interface ReadTimeline {
   readonly summary: DeliverySummary;
   readonly jobId: string | undefined;
   readonly timeline: readonly TimelineStep[];
@@ -53,11 +53,11 @@ export interface ReadRecord {
 }
 
 /**
- * A timeline record (records/delivery-timeline.ts) as the inspector shows it: its positional
+ * A timeline (history/delivery-timeline.ts) as the inspector shows it: its positional
  * JSON read, its terse details put in words, its destinations' parts with their last errors.
  */
 
-/** A stored code's name; a record written by another version may hold a code unknown here. */
+/** A stored code's name; a timeline written by another version may hold a code unknown here. */
 function nameOf<T extends string>(
   names: Readonly<Record<string, T>>,
   code: string,
@@ -66,11 +66,11 @@ function nameOf<T extends string>(
   return Object.hasOwn(names, code) ? (names[code] ?? otherwise) : otherwise;
 }
 
-export function parseRecord(raw: string | null, member: string): ReadRecord | undefined {
+export function parseTimeline(raw: string | null, member: string): ReadTimeline | undefined {
   if (raw === null) return undefined;
-  let record: StoredRecord;
+  let record: StoredTimeline;
   try {
-    record = JSON.parse(raw) as StoredRecord;
+    record = JSON.parse(raw) as StoredTimeline;
   } catch {
     return undefined;
   }
@@ -132,7 +132,7 @@ export function parseRecord(raw: string | null, member: string): ReadRecord | un
 
 /**
  * The `received` step's detail is `<secret> <bytes> <trace id>`, the trace id in base64url
- * (receiver/enqueue-delivery.ts); a record from before trace ids were kept has none.
+ * (receiver/enqueue-delivery.ts); a timeline from before trace ids were kept has none.
  */
 function traceIdOf(detail: string | undefined): string | null {
   const traceId = detail?.split(' ')[2];
@@ -141,7 +141,7 @@ function traceIdOf(detail: string | undefined): string | null {
     : null;
 }
 
-/** A destination's step names it by its index in the record's forwards, before the rest. */
+/** A destination's step names it by its index in the timeline's forwards, before the rest. */
 function destinationOf(detail: string): { index: number; rest: string } {
   const space = detail.indexOf(' ');
   const index = Number(space < 0 ? detail : detail.slice(0, space));
@@ -160,7 +160,7 @@ function failureOf(rest: string): { attempts: number; givenUp: boolean; reason: 
   };
 }
 
-/** A step's detail as stored (terse: records/delivery-timeline.ts), in words. */
+/** A step's detail as stored (terse: history/delivery-timeline.ts), in words. */
 function worded(code: string, detail: string, destinations: readonly string[]): string {
   const named = () => {
     const { index, rest } = destinationOf(detail);

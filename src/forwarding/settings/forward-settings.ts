@@ -1,6 +1,59 @@
 import { z } from 'zod';
-import { forwardConfig, forwardUrls, int, signingKeys } from './parsers.js';
-import type { ParsedSettings, SettingSpec } from './setting-spec.js';
+import { int, list } from '../../config/parsers.js';
+import type { ParsedSettings, SettingSpec } from '../../config/setting-spec.js';
+import { parseDestinations } from './destinations.js';
+import { readForwardConfig } from './forward-config.js';
+
+/**
+ * FORWARD_SIGNING_KEY: comma-separated `whsk_<base64 of a 32-byte Ed25519 seed>` keys (more than
+ * one while rotating); unset is none. The base64 must be canonical (it re-encodes to itself), so
+ * no two spellings name one key. A problem never quotes the value: it is a private key.
+ */
+const signingKeys = z
+  .string()
+  .optional()
+  .transform((raw, ctx) => {
+    if (raw === undefined) return [];
+    const keys = list(raw);
+    if (keys.every(isSigningKey)) return keys;
+    ctx.addIssue({
+      code: 'custom',
+      message:
+        'must be whsk_ followed by the base64 of a 32-byte Ed25519 seed (several: comma-separated); docs/forwarding.md shows how to make one',
+    });
+    return z.NEVER;
+  });
+
+function isSigningKey(key: string): boolean {
+  if (!key.startsWith('whsk_')) return false;
+  const text = key.slice('whsk_'.length);
+  const seed = Buffer.from(text, 'base64');
+  return seed.length === 32 && seed.toString('base64') === text;
+}
+
+/** FORWARD_URLS: the destinations (destinations.ts); unset is the empty list. */
+const forwardUrls = z
+  .string()
+  .optional()
+  .transform((raw, ctx) => {
+    if (raw === undefined) return [];
+    const parsed = parseDestinations(raw);
+    if ('destinations' in parsed) return parsed.destinations;
+    ctx.addIssue({ code: 'custom', message: parsed.problem });
+    return z.NEVER;
+  });
+
+/** FORWARD_CONFIG: a JSON file's destinations (forward-config.ts); unset is none. */
+const forwardConfig = z
+  .string()
+  .optional()
+  .transform((path, ctx) => {
+    if (path === undefined) return [];
+    const parsed = readForwardConfig(path);
+    if ('destinations' in parsed) return parsed.destinations;
+    ctx.addIssue({ code: 'custom', message: parsed.problem });
+    return z.NEVER;
+  });
 
 /**
  * Forwarding every handled delivery to HTTP endpoints and brokers (docs/forwarding.md). The web

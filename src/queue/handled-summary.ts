@@ -1,16 +1,17 @@
 import type { Delivery } from '../provider-spec/delivery.js';
-import { shownId, type DeliveryJobData } from './delivery-job-data.js';
+import { firstChars } from '../util/first-chars.js';
+import { SHOWN_ID_CHARS, type DeliveryJobData } from './delivery-job-data.js';
 
 /**
- * A payload longer than this must be replaced, once its job has done its work, by a record
- * (handledData). The worker's `handled` step replaces every payload in the call that records
- * the step (worker/record-steps.ts); should that call fail, the job's own update replaces one
+ * A payload longer than this must be replaced, once its job has done its work, by a summary
+ * (handledData). The worker's `handled` step replaces every payload in the call that writes
+ * the step (worker/timeline-steps.ts); should that call fail, the job's own update replaces one
  * longer than this, and a shorter one is cheaper to keep than that extra call
  * (docs/performance-history.md, "Figures behind the code").
  */
 export const PAYLOAD_KEPT_BELOW = 512;
 
-/** Whether a job done with `payload` should replace it by a record before it completes. */
+/** Whether a job done with `payload` should replace it by a summary before it completes. */
 export function payloadTooBigToKeep(payload: string | undefined): boolean {
   return payload !== undefined && payload.length > PAYLOAD_KEPT_BELOW;
 }
@@ -23,7 +24,7 @@ export function handledData(data: DeliveryJobData, delivery: Delivery): Delivery
     ...(replay === undefined ? {} : { replay }),
     handled: {
       event: delivery.event,
-      id: shownId(delivery.data.id),
+      id: firstChars(delivery.data.id, SHOWN_ID_CHARS),
       at: new Date().toISOString(),
     },
   };

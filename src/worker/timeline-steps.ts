@@ -4,13 +4,13 @@ import type { Logger } from 'pino';
 import type { Delivery } from '../provider-spec/delivery.js';
 import { jobItemId, type DeliveryJobData } from '../queue/delivery-job-data.js';
 import { handledJobWrite } from '../queue/delivery-keys.js';
-import { handledData, payloadTooBigToKeep } from '../queue/job-retention.js';
+import { handledData, payloadTooBigToKeep } from '../queue/handled-summary.js';
 import type {
   DeliveryTimeline,
   EarlierStep,
   Step,
   StepSubject,
-} from '../records/delivery-timeline.js';
+} from '../history/delivery-timeline.js';
 import type { AudioMetadata } from '../storage/audio-store.js';
 
 /** Which process ran an attempt: what an operator looks for in that host's logs. */
@@ -25,20 +25,20 @@ const RUNNER = `${hostname().slice(0, 24)}:${process.pid}`;
 export const ATTEMPT_NOTED_AFTER_MS = 1_000;
 
 /**
- * The worker's steps of a delivery's timeline (records/delivery-timeline.ts). A step is written
+ * The worker's steps of a delivery's timeline (history/delivery-timeline.ts). A step is written
  * without waiting for it and never fails the delivery: a Redis that refuses it (full, away)
  * costs the inspector a line, logged, not the delivery its handling. The one step waited for is
- * `handled`, because it also puts the handled job's record in place of its payload: the write
- * the job made anyway (queue/job-retention.ts) carries the step, so it costs no round trip.
+ * `handled`, because it also puts the handled job's summary in place of its payload: the write
+ * the job made anyway (queue/handled-summary.ts) carries the step, so it costs no round trip.
  * Steps noted while an attempt runs wait for the next step written (each keeps its own time):
  * `attempt` at most `attemptNotedAfterMs`, `stored` when no destination's step follows it.
  */
-export interface StepRecorder {
+export interface StepWriter {
   /** A run begins; notes first an attempt whose worker stopped before it ended. */
   started(job: Job<DeliveryJobData>, delivery: Delivery): void;
   /** Its handler ran: what it stored, noted before the message is forwarded. */
   stored(job: Job<DeliveryJobData>, delivery: Delivery, stored: AudioMetadata | undefined): void;
-  /** The job's work is done: `handled`, and the job's record in place of its payload. */
+  /** The job's work is done: `handled`, and the job's timeline in place of its payload. */
   handled(job: Job<DeliveryJobData>, delivery: Delivery): Promise<void>;
   /** The run ended (returned or threw): what it noted and has not written yet is written now. */
   ended(job: Job<DeliveryJobData>): void;
@@ -46,7 +46,7 @@ export interface StepRecorder {
   failed(job: Job<DeliveryJobData>, reason: string, final: boolean): void;
 }
 
-export interface RecorderOptions {
+export interface StepWriterOptions {
   /** Destinations follow `stored` with steps of their own: it is written at once. */
   readonly forwards: boolean;
   /** @defaultValue ATTEMPT_NOTED_AFTER_MS */
@@ -60,16 +60,16 @@ interface Noted {
   readonly timer: NodeJS.Timeout;
 }
 
-export function recordSteps(
+export function createStepWriter(
   timeline: DeliveryTimeline,
   logger: Logger,
-  options: RecorderOptions,
-): StepRecorder {
+  options: StepWriterOptions,
+): StepWriter {
   const unwritten = (error: unknown) => {
     logger.debug({ err: error }, 'a delivery timeline step was not recorded');
   };
   const note = (subject: StepSubject, step: Step) => {
-    timeline.record(subject, step).catch(unwritten);
+    timeline.write(subject, step).catch(unwritten);
   };
   const subjectOf = (job: Job<DeliveryJobData>, delivery: Delivery): StepSubject => ({
     event: delivery.event,
@@ -86,7 +86,7 @@ export function recordSteps(
     runs.delete(job);
     return { state: 'a', attempts: job.attemptsStarted, ...step, earlier: run.steps };
   };
-  /** Writes what the run noted, each step at its own time; the record's state `active`. */
+  /** Writes what the run noted, each step at its own time; the timeline's state `active`. */
   const flush = (job: Job<DeliveryJobData>) => {
     const run = runs.get(job);
     if (run !== undefined) note(run.subject, withEarlier(job, {}));
@@ -131,7 +131,7 @@ export function recordSteps(
       const big = payloadTooBigToKeep(job.data.body);
       const record = handledData(job.data, delivery);
       try {
-        await timeline.record(
+        await timeline.write(
           subject,
           withEarlier(job, {
             code: 'H',

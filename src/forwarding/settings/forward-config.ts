@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { describeError } from '../util/describe-error.js';
+import { describeError } from '../../util/describe-error.js';
 import { parseDestination, type Destination } from './destinations.js';
 import { compileFilter } from './message-filter.js';
 
