@@ -3,7 +3,7 @@ import type { Job } from 'bullmq';
 import { jobItemId, type DeliveryJobData } from '../queue/delivery-job-data.js';
 import { OperationalError } from './cli-errors.js';
 import { FORWARD_QUEUE, retryAfresh, type ForwardQueue } from '../forwarding/forward-queue.js';
-import { DELIVERY_QUEUE, waitLists } from '../queue/delivery-keys.js';
+import { DELIVERY_QUEUE, waitListOf, waitLists } from '../queue/delivery-keys.js';
 import { printRows, type Output, type Row } from './print.js';
 import { counted } from '../util/counted.js';
 import { createFailureLog, type LoggedFailure } from '../history/failure-log.js';
@@ -192,7 +192,7 @@ export function printQueueKeys(
   const { queuePrefix: prefix, queueShards: shards } = settings;
   const rows = [
     ...waitLists(prefix, shards).map((key, shard) => ({ queue: DELIVERY_QUEUE, shard, key })),
-    { queue: FORWARD_QUEUE, shard: null, key: `${prefix}:${FORWARD_QUEUE}:wait` },
+    { queue: FORWARD_QUEUE, shard: null, key: waitListOf(prefix, FORWARD_QUEUE) },
   ];
   printRows(output, rows, ['queue', 'shard', 'key'], json);
   return 0;

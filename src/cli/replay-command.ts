@@ -262,10 +262,8 @@ export async function runReplay(
         },
       });
       progress.stop();
-      const already =
-        done.alreadyQueued === 0
-          ? ''
-          : ` (${done.alreadyQueued} more were already queued by a replay still running)`;
+      const more = ` (${done.alreadyQueued} more were already queued by a replay still running)`;
+      const already = done.alreadyQueued === 0 ? '' : more;
       output.out(
         `${counted(done.queued, 'delivery', 'deliveries')} put on the queue again${already}\n`,
       );

@@ -85,7 +85,12 @@ export function shardPrefixes(prefix: string, shards: number): string[] {
  * KEDA's Redis trigger measures; `queue keys` prints them).
  */
 export function waitLists(prefix: string, shards: number): string[] {
-  return shardPrefixes(prefix, shards).map((shard) => `${shard}:${DELIVERY_QUEUE}:wait`);
+  return shardPrefixes(prefix, shards).map((shard) => waitListOf(shard, DELIVERY_QUEUE));
+}
+
+/** BullMQ's list of a queue's jobs waiting to run (what KEDA's Redis trigger counts). */
+export function waitListOf(prefix: string, queue: string): string {
+  return `${prefix}:${queue}:wait`;
 }
 
 /** A pair's shard: from its digest alone, so a re-send lands where its first copy did. */
