@@ -49,12 +49,19 @@ export async function findDelivery(
   const { redis } = sources;
   const queue = queueOf(sources.queues, event, id);
   const pair = queue.layout.pairOf(event, id);
-  const [record, mark] = await Promise.all([readTimeline(redis, pair), redis.get(pair.mark)]);
+  const [read, mark] = await Promise.all([readTimeline(redis, pair), redis.get(pair.mark)]);
   // A replay's step names the job it queued; else the pair's dedupe mark names its first.
-  const jobId = record?.jobId ?? mark ?? undefined;
+  const jobId = read?.jobId ?? mark ?? undefined;
   const kept = jobId === undefined ? undefined : await queue.getJob(jobId);
   const state = kept === undefined ? undefined : stateOfJob(await kept.getState());
   const job = state === undefined ? undefined : kept;
+  // The worker writes `handled` before its job completes: a job found completed after the
+  // timeline was read means the timeline read was older than that step, so it is read again
+  // (a failure goes the other way, the job failed before its step: its state stands in).
+  const record =
+    state === 'handled' && read !== undefined && read.summary.state !== 'handled'
+      ? ((await readTimeline(redis, pair)) ?? read)
+      : read;
   if (record !== undefined) {
     const summary = { ...record.summary, state: state ?? record.summary.state };
     return { record: { ...record, summary }, jobId, job, queue };

@@ -6,6 +6,8 @@ import { SETTINGS } from '../../src/settings';
 import { serve } from '../../src/http-server/serve';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { eventually } from '../../src/util/eventually';
+import { findDelivery } from '../../src/inspector/find-delivery';
+import { timelineKeys } from '../../src/history/delivery-timeline';
 import { audio, type LocalCdn } from '../../harness/local-cdn';
 import type { TestPipeline } from '../helpers/test-pipeline';
 import {
@@ -129,6 +131,43 @@ it('a handled delivery, re-sent twice: found by id alone, its whole path in orde
   expect(detail.forwards).toEqual([{ destination, state: 'sent', attempts: 1, last_error: null }]);
   const times = detail.timeline.map((s) => Date.parse(s.at));
   expect([...times].sort((a, b) => a - b)).toEqual(times);
+});
+
+it('a delivery read while its job completes: its `handled` step is there, not a timeline read before it under the job’s state', async () => {
+  const id = `inspect-race-${Date.now()}`;
+  const { queue, redis } = pipeline.receiver;
+  // Its job waits, so the interleaving below is staged, not left to the scheduler.
+  await queue.pause();
+  await pipeline.post(sampleDelivery('key.revoked', { id })).expect(202);
+  const done = pipeline.settled(id);
+  const timelineKey = timelineKeys(queue.layout.placeOf('key.revoked', id)).timeline;
+  let staged = false;
+  // The timeline is read, then the worker writes `handled` and completes the job, then the
+  // job's state is read: what a busy machine does between the two reads.
+  const racing = new Proxy(redis, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name, target);
+      if (typeof value !== 'function') return value;
+      if (name !== 'get') return (value as (...args: unknown[]) => unknown).bind(target);
+      return async (key: string) => {
+        const got: unknown = await value.call(target, key);
+        if (key === timelineKey && !staged) {
+          staged = true;
+          await queue.resume();
+          await done;
+        }
+        return got;
+      };
+    },
+  });
+  const found = await findDelivery(
+    { redis: racing, queues: [queue], dedupeTtlSeconds: 3600 },
+    'key.revoked',
+    id,
+  );
+  expect(staged).toBe(true);
+  expect(found?.record.summary.state).toBe('handled');
+  expect(found?.record.timeline.map((step) => step.step)).toContain('handled');
 });
 
 it('a failed delivery: each failed attempt with its reason, listed as failed, retried, then handled', async () => {
