@@ -10,7 +10,11 @@ import { createReceiver, type Receiver } from '../../src/receiver/receiver';
 import { createLogger } from '../../src/telemetry/logger';
 import { startWorkers, type RunningWorkers } from '../../src/worker/start-workers';
 import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
-import { startPrivateCluster, waitFor, type PrivateCluster } from '../helpers/servers/private-cluster';
+import {
+  startPrivateCluster,
+  waitFor,
+  type PrivateCluster,
+} from '../helpers/servers/private-cluster';
 import { signed, TEST_SECRET, testConfig } from '../helpers/test-receiver';
 
 // QUEUE_SHARDS=6 on a Cluster of three primaries, each with a replica: the inspector's API, the
