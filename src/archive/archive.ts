@@ -20,7 +20,7 @@ export { hourFolder } from './folders.js';
 export type { UnreadableEntry } from './parse-entry.js';
 
 /**
- * The archive of accepted deliveries, for `replay`, in the audio store's ARCHIVE area (`.archive/`
+ * The archive of accepted deliveries, for `replay`, in the audio store's files area (`.archive/`
  * under AUDIO_DIR or S3_PREFIX), laid out by the hour each was received (UTC), so a time range
  * is found by listing a few hour folders, never an hour's millions of names. Inside the hour
  * (the names: file-kind.ts):

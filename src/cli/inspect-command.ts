@@ -10,7 +10,7 @@ import type { RedisConnection } from '../redis/connections.js';
 import { OperationalError } from './cli-errors.js';
 import { printRows, type Output } from './print.js';
 import { printable } from '../util/printable.js';
-import { openArchiveArea } from './replay-command.js';
+import { openFileArea } from './replay-command.js';
 
 /**
  * `inspect <id> [--event E] [--json]`: what happened to one delivery, from the same model the
@@ -44,7 +44,7 @@ export async function runInspect(
       (archive ??=
         config.archiveRetentionHours === 0
           ? Promise.resolve(undefined)
-          : openArchiveArea(config).then(createArchive, () => undefined)),
+          : openFileArea(config).then(createArchive, () => undefined)),
     forwarding: config,
   });
   try {

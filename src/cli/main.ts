@@ -129,23 +129,26 @@ export async function runCli(
     if (command === 'tts' || command === 'voices') {
       if (rest.length > (command === 'tts' ? 1 : 0))
         throw new UsageError(`${command}: too many arguments`);
-      return await withRedis(config, (redis) =>
-        command === 'voices'
-          ? runVoices(values.json === true, env, config, redis, output)
-          : runTts(
-              {
-                text: rest[0],
-                voice: values.voice,
-                out: values.out,
-                file: values.file,
-                outDir: values['out-dir'],
-              },
-              env,
-              config,
-              redis,
-              output,
-              errors,
-            ),
+      return await withRedis(
+        config,
+        (redis) =>
+          command === 'voices'
+            ? runVoices(values.json === true, env, config, redis, output)
+            : runTts(
+                {
+                  text: rest[0],
+                  voice: values.voice,
+                  out: values.out,
+                  file: values.file,
+                  outDir: values['out-dir'],
+                },
+                env,
+                config,
+                redis,
+                output,
+                errors,
+              ),
+        { queue: false },
       );
     }
     if (command === 'replay') {

@@ -122,8 +122,8 @@ export function unreadableNotes(errors: Output) {
   };
 }
 
-/** The archive in the store the service writes to, opened as the workers open it, to read. */
-export async function openArchiveArea(config: Config): Promise<FileArea> {
+/** The files area (where the archive lives) of the store the service writes to, opened to read. */
+export async function openFileArea(config: Config): Promise<FileArea> {
   const store = await createAudioStore(config, {
     custom: loadCustom().createStore,
     logger: createLogger('warn', pino.destination(2)),
@@ -166,7 +166,7 @@ export async function runReplay(
     selected: AsyncIterable<ArchivedDelivery> | Iterable<ArchivedDelivery>;
     hours: readonly string[];
   }> {
-    const archive = createArchive(await openArchiveArea(config));
+    const archive = createArchive(await openFileArea(config));
     // A range is streamed, never counted first: a second listing of millions for a bar.
     const hours = await archive.hours(query);
     if (query.ids === undefined) return { selected: archive.find(query, note), hours };

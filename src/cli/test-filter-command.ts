@@ -5,7 +5,7 @@ import { counted } from '../util/counted.js';
 import { UsageError } from './cli-errors.js';
 import type { Output } from './print.js';
 import { printable } from '../util/printable.js';
-import { openArchiveArea, rangeQuery, unreadableNotes } from './replay-command.js';
+import { openFileArea, rangeQuery, unreadableNotes } from './replay-command.js';
 
 export interface TestFilterArgs {
   /** The filter, as JSON: what a FORWARD_CONFIG destination's `filter` would hold. */
@@ -56,7 +56,7 @@ export async function runTestFilter(
   if ('problem' in filter) throw new UsageError(filter.problem);
   const query = rangeQuery(args, now);
   const unreadable = unreadableNotes(errors);
-  const archive = createArchive(await openArchiveArea(config));
+  const archive = createArchive(await openFileArea(config));
   let read = 0;
   let matched = 0;
   const ids: string[] = [];

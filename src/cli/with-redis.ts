@@ -9,12 +9,14 @@ import { messageOf, OperationalError } from './cli-errors.js';
 import { checkRecordedShardCount } from '../queue/shard-count.js';
 
 /**
- * One connection that gives up at once: an unreachable Redis is one clear line, not a hang. A
- * QUEUE_SHARDS other than the queue's recorded count is refused (ShardCountError).
+ * One connection that gives up at once: an unreachable Redis is one clear line, not a hang. For
+ * a command that reads the queue (`queue`, the default), a QUEUE_SHARDS other than the queue's
+ * recorded count is refused (ShardCountError); the provider's commands never read it.
  */
 export async function withRedis<T>(
   config: Config,
   work: (redis: RedisConnection) => Promise<T>,
+  { queue = true } = {},
 ): Promise<T> {
   const redis = createCliRedis(config);
   // ioredis reports the cause (ECONNREFUSED, ENOTFOUND) as an event, then rejects vaguely.
@@ -29,7 +31,7 @@ export async function withRedis<T>(
   }
   try {
     // A CLI started with another QUEUE_SHARDS would read and write other shards' queues.
-    await checkRecordedShardCount(redis, config);
+    if (queue) await checkRecordedShardCount(redis, config);
     return await work(redis);
   } finally {
     await redis.quit().catch(() => undefined);

@@ -15,7 +15,7 @@ export { LISTED_DUPLICATES, MAX_STEPS };
  * once one value passes 64 bytes, and costs several times as much): what a handled delivery
  * leaves in the queue's Redis is at most 2 KB in all (docs/capacity.md), and its timeline is a
  * few hundred bytes of that. Details are stored terse (`0 245`: the index of the secret that verified it, from 0 as /metrics counts, and the size) and worded by
- * the reader (inspector/timeline-queries.ts). A delivery's job is not kept here: the dedupe mark
+ * the reader (inspector/parse-timeline.ts). A delivery's job is not kept here: the dedupe mark
  * names it, and a replay's `replayed` step names the job it queued.
  *
  * Steps are kept oldest first, at most MAX_STEPS (the first, `received`, always, then the latest);

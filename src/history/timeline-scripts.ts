@@ -67,7 +67,8 @@ redis.call('SET', KEYS[2], encoded(rec), 'PX', ARGV[6])
 return 2`;
 
 /**
- * Any later step. KEYS: timeline, all, failed, and a job key whose `data` to set (or '' none).
+ * Any later step. KEYS: timeline, all, failed, and a job key whose `data` to set (with no job to
+ * write, a key of the timeline's slot stands in: every key of a script on a Cluster shares one).
  * ARGV: now, step code ('' none), detail, failed index ('+' add, '-' remove, '' leave), ttl,
  * member, then what a missing timeline is started with (event, id, received), state ('' leave),
  * attempts ('' leave, else the number), destination ('' none) and its "<code><attempts>", the
@@ -98,7 +99,7 @@ if ARGV[2] ~= '' then append(rec, now, ARGV[2], detail) end
 redis.call('SET', KEYS[1], encoded(rec), 'PX', ARGV[5])
 if ARGV[4] == '+' then redis.call('ZADD', KEYS[3], rec[3], ARGV[6])
 elseif ARGV[4] == '-' then redis.call('ZREM', KEYS[3], ARGV[6]) end
-if ARGV[14] ~= '' and KEYS[4] ~= '' and redis.call('EXISTS', KEYS[4]) == 1 then
+if ARGV[14] ~= '' and redis.call('EXISTS', KEYS[4]) == 1 then
   redis.call('HSET', KEYS[4], 'data', ARGV[14])
   if ARGV[15] ~= '' then redis.call('HDEL', KEYS[4], ARGV[15]) end
 end

@@ -1,6 +1,6 @@
 import { createCliRedis, dropConnection, type RedisConfig } from '../redis/connections.js';
 import type { RedisConnection } from '../redis/connections.js';
-import { DeadlineError, withDeadline } from '../util/deadline.js';
+import { withDeadline } from '../util/deadline.js';
 
 /** A process started with another QUEUE_SHARDS than the queue's: refused, one line. */
 export class ShardCountError extends Error {
@@ -18,31 +18,30 @@ export interface ShardCountSettings {
 
 /**
  * Records QUEUE_SHARDS when the queue has no count yet and answers the count recorded (this one,
- * when it was the first). One SET NX GET on Redis 7 and later; Redis before 7 refuses NX with GET
- * as a syntax error, and is asked SET NX then GET, which answers the same (a count is never
- * changed once set, only set where none is).
+ * when it was the first). The count is read first: a Redis that refuses writes (full, a replica
+ * during a failover) still answers a read, so a process that finds its count starts whatever
+ * else Redis refuses. Only when none is recorded is it set, NX: the first process's count is kept
+ * (a count is never changed once set).
  */
 export async function recordShardCount(
   redis: RedisConnection,
   { queuePrefix, queueShards }: ShardCountSettings,
 ): Promise<string> {
   const key = shardCountKey(queuePrefix);
-  const count = String(queueShards);
-  try {
-    return (await redis.set(key, count, 'NX', 'GET')) ?? count;
-  } catch (error: unknown) {
-    if (!(error instanceof Error && /syntax error/i.test(error.message))) throw error;
-    await redis.set(key, count, 'NX');
-    return (await redis.get(key)) ?? count;
-  }
+  const recorded = await redis.get(key);
+  if (recorded !== null) return recorded;
+  await redis.set(key, String(queueShards), 'NX');
+  return (await redis.get(key)) ?? String(queueShards);
 }
 
 /** A refusal when the recorded count is not this process's. */
 export function refuseOtherCount(recorded: string, { queueShards }: ShardCountSettings): void {
-  if (recorded !== String(queueShards))
-    throw new ShardCountError(
-      `QUEUE_SHARDS is ${queueShards} but this queue was started with QUEUE_SHARDS=${recorded}: start every process with ${recorded}, or change it by the drain-and-switch of docs/operations.md ("Changing QUEUE_SHARDS")`,
-    );
+  if (recorded === String(queueShards)) return;
+  // What Redis holds is shown as a count, or quoted and cut: it is printed on a terminal.
+  const shown = /^\d{1,6}$/.test(recorded) ? recorded : JSON.stringify(recorded.slice(0, 20));
+  throw new ShardCountError(
+    `QUEUE_SHARDS is ${queueShards} but this queue was started with QUEUE_SHARDS=${shown}: start every process with ${shown}, or change it by the drain-and-switch of docs/operations.md ("Changing QUEUE_SHARDS")`,
+  );
 }
 
 /**
@@ -61,8 +60,10 @@ export async function checkRecordedShardCount(
  * At start: records QUEUE_SHARDS when the queue has no count yet, and refuses a count other than
  * the one recorded. A delivery's shard follows from the count, so processes that disagree would
  * look for a re-send's dedupe mark in another slot than its first copy's, and answer it as new.
- * A Redis that does not answer within `ms` is not checked here: `unchecked` is told why (the
- * caller logs it; the roles' connections report the outage). Any other error is thrown.
+ * A key that holds no count (another type) is refused in one line. Anything else that keeps the
+ * check from an answer (no connection, no answer within `ms`, a refusal: a full Redis, a
+ * failover under way) leaves it unchecked, `unchecked` told why: a process that cannot start
+ * while Redis is full could never drain it (the roles' connections report the outage).
  */
 export async function checkShardCount(
   config: RedisConfig & ShardCountSettings,
@@ -83,16 +84,20 @@ export async function checkShardCount(
       ms,
       'Redis',
     ).catch((error: unknown) => {
-      // Not reached (no connection, or no answer in time): left to the running roles.
-      if (!connected || error instanceof DeadlineError) {
-        const reason = cause instanceof Error ? cause.message : String(cause ?? error);
-        unchecked(`QUEUE_SHARDS not checked against the recorded count: Redis: ${reason}`);
-        return undefined;
-      }
-      throw error;
+      if (connected && error instanceof Error && /^WRONGTYPE/.test(error.message))
+        throw new ShardCountError(
+          `${shardCountKey(config.queuePrefix)} in Redis holds no count (${messageOf(error)}): delete it, then start again`,
+        );
+      const reason = messageOf(connected ? error : (cause ?? error));
+      unchecked(`QUEUE_SHARDS not checked against the recorded count: Redis: ${reason}`);
+      return undefined;
     });
     if (recorded !== undefined) refuseOtherCount(recorded, config);
   } finally {
     dropConnection(redis);
   }
 }
+
+/** An error's first line. */
+const messageOf = (error: unknown) =>
+  (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';

@@ -44,7 +44,8 @@ export async function execThenWait(
   replicas: number,
   timeoutMs: number,
   /**
-   * Awaited when a queued command was redirected (MOVED, ASK: the slot has another node now).
+   * Awaited when a queued command was answered MOVED (the slot has another node now; an ASK, a
+   * slot being migrated, is not one a new map of the slots resolves).
    * On a Cluster, ioredis follows a redirection, and refreshes its slot map, only for a pipeline
    * it may send again whole, and WAIT's reply rules this one out: without a refresh here, every
    * later store of that slot would go to the same wrong node.
@@ -60,7 +61,7 @@ export async function execThenWait(
   const [waitError, acknowledged] = results.at(-1) ?? [null, 0];
   // A primary that is a replica now (it came back after its failover) refuses each queued
   // command with MOVED and the EXEC with EXECABORT: the MOVED is what says where to go.
-  const moved = results.find(([error]) => error !== null && /^(MOVED|ASK) /.test(error.message));
+  const moved = results.find(([error]) => error !== null && /^MOVED /.test(error.message));
   if (moved !== undefined) await onRedirected?.();
   if (execError !== null) throw moved?.[0] ?? execError;
   if (waitError !== null) throw waitError;

@@ -38,7 +38,7 @@ export interface StepWriter {
   started(job: Job<DeliveryJobData>, delivery: Delivery): void;
   /** Its handler ran: what it stored, noted before the message is forwarded. */
   stored(job: Job<DeliveryJobData>, delivery: Delivery, stored: AudioMetadata | undefined): void;
-  /** The job's work is done: `handled`, and the job's timeline in place of its payload. */
+  /** The job's work is done: `handled`, and the job's summary in place of its payload. */
   handled(job: Job<DeliveryJobData>, delivery: Delivery): Promise<void>;
   /** The run ended (returned or threw): what it noted and has not written yet is written now. */
   ended(job: Job<DeliveryJobData>): void;

@@ -4,13 +4,12 @@ import { join } from 'node:path';
 import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
 import { runCli } from '../../src/cli/main';
-import type { RedisConnection } from '../../src/redis/connections';
-import { checkShardCount, recordShardCount, shardCountKey } from '../../src/queue/shard-count';
+import { checkShardCount, ShardCountError, shardCountKey } from '../../src/queue/shard-count';
+import { startPrivateRedis } from '../../harness/private-redis';
 import { TEST_SECRET, testConfig } from '../helpers/test-receiver';
 
-// The recorded shard count on the test Redis: the CLI is refused as the service is, Redis before 7
-// (no SET NX GET) is asked another way, and an error other than an unreachable Redis is not
-// swallowed.
+// The recorded shard count: the CLI is refused as the service is, a key holding something else is
+// refused, and a Redis that cannot answer or refuses writes leaves the check to the running roles.
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 afterAll(async () => {
   await redis.quit();
@@ -46,17 +45,45 @@ it('a CLI started with another QUEUE_SHARDS is refused in one line naming both; 
   await redis.del(shardCountKey(prefix));
 });
 
-it('an error other than an unreachable Redis is thrown, not taken as "not checked"', async () => {
+it('a key that holds no count is refused in one line naming it, not taken as "not checked"', async () => {
   const prefix = `test-${randomUUID()}`;
   await redis.hset(shardCountKey(prefix), 'not', 'a count');
   const told: string[] = [];
-  await expect(
-    checkShardCount(testConfig({ QUEUE_PREFIX: prefix, QUEUE_SHARDS: '2' }), 5_000, (reason) =>
-      told.push(reason),
-    ),
-  ).rejects.toThrow(/WRONGTYPE/);
+  const checked = checkShardCount(
+    testConfig({ QUEUE_PREFIX: prefix, QUEUE_SHARDS: '2' }),
+    5_000,
+    (reason) => told.push(reason),
+  );
+  await expect(checked).rejects.toThrow(ShardCountError);
+  await expect(checked).rejects.toThrow(
+    /^test-[^ ]*:queue-shards in Redis holds no count \(WRONGTYPE[^\n]*$/,
+  );
   expect(told).toEqual([]);
   await redis.del(shardCountKey(prefix));
+});
+
+it('a full Redis (writes refused) still checks a recorded count, and leaves a queue with none unchecked, saying why', async () => {
+  const full = await startPrivateRedis();
+  const config = (prefix: string, shards: string) =>
+    testConfig({ REDIS_URL: full.url, QUEUE_PREFIX: prefix, QUEUE_SHARDS: shards });
+  const admin = new Redis(full.url);
+  try {
+    await checkShardCount(config('recorded', '4'), 5_000);
+    // noeviction at a limit already passed: every write is refused with OOM, reads answer.
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    await admin.config('SET', 'maxmemory', '1');
+    await expect(admin.set('probe', '1')).rejects.toThrow(/^OOM/);
+    const told: string[] = [];
+    await checkShardCount(config('recorded', '4'), 5_000, (reason) => told.push(reason));
+    await expect(checkShardCount(config('recorded', '2'), 5_000)).rejects.toThrow(
+      /^QUEUE_SHARDS is 2 but this queue was started with QUEUE_SHARDS=4\b/,
+    );
+    await checkShardCount(config('none-yet', '4'), 5_000, (reason) => told.push(reason));
+    expect(told).toEqual([expect.stringMatching(/^QUEUE_SHARDS not checked .*Redis: OOM /)]);
+  } finally {
+    admin.disconnect();
+    await full.stop();
+  }
 });
 
 it('an unreachable Redis leaves the count unchecked, and says so', async () => {
@@ -69,24 +96,6 @@ it('an unreachable Redis leaves the count unchecked, and says so', async () => {
   expect(told).toEqual([
     expect.stringMatching(/^QUEUE_SHARDS not checked .*Redis: .*ECONNREFUSED/),
   ]);
-});
-
-it('Redis before 7 (SET NX GET a syntax error): recorded by SET NX then GET, the first count kept', async () => {
-  const prefix = `test-${randomUUID()}`;
-  // Redis 6.2 answers NX with GET so; every other command is the real Redis's.
-  const old = new Proxy(redis, {
-    get(target, name, receiver) {
-      if (name === 'set')
-        return (...args: unknown[]) =>
-          args.includes('GET') && args.includes('NX')
-            ? Promise.reject(new Error('ERR syntax error'))
-            : (target.set as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-      return Reflect.get(target, name, receiver) as unknown;
-    },
-  }) as unknown as RedisConnection;
-  expect(await recordShardCount(old, { queuePrefix: prefix, queueShards: 6 })).toBe('6');
-  expect(await recordShardCount(old, { queuePrefix: prefix, queueShards: 3 })).toBe('6');
-  await redis.del(shardCountKey(prefix));
 });
 
 it('queue keys: each shard’s wait list, in its own slot range, then the forwards’', async () => {
