@@ -85,7 +85,7 @@ function replayDedupeId(jobId: string): string {
  * was and a worker serves; the backlog is every shard's.
  */
 export async function replayDeliveries(
-  queues: DeliveryQueue | readonly DeliveryQueue[],
+  queues: readonly DeliveryQueue[],
   entries: AsyncIterable<ArchivedDelivery> | Iterable<ArchivedDelivery>,
   options: ReplayOptions = {},
 ): Promise<ReplayProgress> {
@@ -100,7 +100,7 @@ export async function replayDeliveries(
     progress = next;
     options.onProgress?.(progress);
   };
-  const shards = [queues].flat();
+  const shards = queues;
   const backlog = async () => {
     const counts = await withDeadline(
       Promise.all(shards.map((queue) => queue.getJobCounts('wait', 'prioritized'))),

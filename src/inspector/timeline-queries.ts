@@ -153,10 +153,10 @@ const before = (a: Indexed, b: Indexed) =>
  */
 export async function listTimelines(
   redis: RedisConnection,
-  prefixes: string | readonly string[],
+  prefixes: readonly string[],
   query: ListQuery,
 ): Promise<{ records: ReadTimeline[]; next: string | null }> {
-  const shards = [prefixes].flat().map((prefix) => shardEntries(redis, prefix, query));
+  const shards = prefixes.map((prefix) => shardEntries(redis, prefix, query));
   const heads = await Promise.all(shards.map(async (shard) => (await shard.next()).value));
   const records: ReadTimeline[] = [];
   let last: Indexed | undefined;

@@ -42,7 +42,7 @@ it('a stalled replay of one id prints the command that resumes exactly that repl
     delivery: { event: 'audio.ready', data: { id: 'item 1' } },
   }));
   try {
-    const replay = replayDeliveries(queue, entries, {
+    const replay = replayDeliveries([queue], entries, {
       batchSize: 1,
       maxBacklog: 1,
       stalledAfterMs: 1_000,
