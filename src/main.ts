@@ -12,7 +12,11 @@ import { createReceiver, type ReceiverOptions, type WebSettings } from './receiv
 import { shutdown, type ShutdownStep } from './shutdown.js';
 import { packageVersion, reportStartup } from './startup-report.js';
 import { startTracing } from './telemetry/tracing.js';
-import { runReceiverCluster, SHUTDOWN_MESSAGE } from './receiver/cluster.js';
+import {
+  runReceiverCluster,
+  SHUTDOWN_MESSAGE,
+  START_REFUSED_EXIT_CODE,
+} from './receiver/cluster.js';
 import { StorageError } from './storage/storage-errors.js';
 import { createAudioStore } from './storage/create-audio-store.js';
 import { startWorkers } from './worker/start-workers.js';
@@ -206,5 +210,6 @@ main().catch((error: unknown) => {
         : (error.stack ?? error.message)
       : String(error);
   process.stderr.write(`audio-webhooks: ${known ? '' : 'fatal: '}${text}\n`);
-  process.exit(1);
+  // A cluster's receiver process tells its primary that a restart would be refused the same way.
+  process.exit(known && cluster.isWorker ? START_REFUSED_EXIT_CODE : 1);
 });

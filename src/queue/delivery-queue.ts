@@ -116,6 +116,8 @@ export class DeliveryQueue extends Queue<DeliveryJobData> {
         batch,
       );
       if (parts.length === 0) return;
+      // Without WAIT, a MOVED after a failover is ioredis's to follow: every command of its own
+      // transaction is redirected alike, so it sends the MULTI again whole and re-reads the slots.
       const { replies, acknowledged } =
         wait === undefined
           ? { replies: nilRefused(await transaction.exec()), acknowledged: undefined }

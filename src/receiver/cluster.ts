@@ -8,9 +8,23 @@ import { answerMetricsRequests } from './cluster-metrics.js';
 /**
  * Back-off for replacing receiver processes that die soon after they start (one that crashes on
  * every request was re-forked at once, for ever): the first replacement is immediate, each
- * further early death doubles the wait, up to the cap. A process that lived STABLE_MS resets it.
+ * further early death doubles the wait, up to the cap. A process that lived `stableMs` resets it.
+ * The `giveUp`-th early death in a row stops the receiver (exit 1): a crash loop ends, and the
+ * orchestrator's restart, with its own back-off, shows it.
  */
-export const RESTART_BACKOFF = { firstMs: 1_000, maxMs: 30_000, stableMs: 30_000 } as const;
+export const RESTART_BACKOFF = {
+  firstMs: 1_000,
+  maxMs: 30_000,
+  stableMs: 30_000,
+  giveUp: 5,
+} as const;
+
+/**
+ * How a receiver process exits when its start is refused (a setting, the port, Redis's eviction
+ * policy: main.ts's one-line errors), sysexits' EX_CONFIG: the primary stops the receiver rather
+ * than start the same refusal again. The primary itself still exits 1.
+ */
+export const START_REFUSED_EXIT_CODE = 78;
 
 /** The message a receiver process gets instead of a signal: shut down gracefully, once. */
 export const SHUTDOWN_MESSAGE = 'audio-webhooks:shutdown';
@@ -18,8 +32,10 @@ export const SHUTDOWN_MESSAGE = 'audio-webhooks:shutdown';
 /**
  * ROLE=web with WEB_CONCURRENCY > 1: this primary process serves nothing itself; it forks that
  * many receiver processes, which share the port (node:cluster hands them the connections), and:
- * - a process that fails before it listens (port taken, bad CA file…) stops them all: exit 1;
- * - one that dies later is replaced;
+ * - a process whose start is refused (START_REFUSED_EXIT_CODE: port taken, a setting…) stops
+ *   them all: exit 1; so does any that exits by itself before the first generation all listened;
+ * - any other that dies is replaced, killed by a signal while starting too (the OOM killer, an
+ *   operator), with RESTART_BACKOFF's delay and bound;
  * - SIGTERM/SIGINT: each process shuts down gracefully (stops accepting, /readyz 503, finishes
  *   what it has, closes Redis); the primary exits 0 once they all did. A second signal kills them.
  * If the primary itself is killed, node:cluster makes each child exit at once: no orphan keeps the
@@ -37,11 +53,15 @@ export function runReceiverCluster(
   let exitCode = 0;
   /** Deaths in a row of processes that did not live RESTART_BACKOFF.stableMs. */
   let earlyDeaths = 0;
+  /** Processes that listened so far: the receiver is up once the first generation all did. */
+  let listenedSoFar = 0;
   const pendingForks = new Set<NodeJS.Timeout>();
 
-  const fork = () => {
+  const fork = (replacing?: number) => {
     const worker = cluster.fork();
     started.set(worker, { listening: false, at: Date.now() });
+    if (replacing !== undefined)
+      logger.info({ pid: worker.process.pid, replacing }, 'receiver process forked');
     // A process that is exiting can fail a message or a signal (EPIPE, ESRCH); its 'exit' says
     // what happened. Unhandled, that 'error' would bring down the primary with a stack trace.
     worker.on('error', (error: Error) => {
@@ -50,6 +70,7 @@ export function runReceiverCluster(
   };
   cluster.on('listening', (worker) => {
     const state = started.get(worker);
+    if (state && !state.listening) listenedSoFar += 1;
     if (state) state.listening = true;
   });
   for (let i = 0; i < config.webConcurrency; i++) fork();
@@ -66,33 +87,45 @@ export function runReceiverCluster(
     // (signal is null on a normal exit, whatever the typings say)
     const abnormal = code !== 0 || Boolean(signal);
     // The exit code tells how the shutdown went: a process replaced earlier does not count.
-    if (abnormal && (stopping || !listened)) exitCode = 1;
-    // One that never listened would fail the same way again: a restart loop would hide why.
-    if (!stopping && !listened) {
+    if (stopping) {
+      if (abnormal) exitCode = 1;
+    } else if (!listened && startRefused(code, signal, listenedSoFar < config.webConcurrency)) {
+      // It would be refused the same way again: a restart loop would hide why.
+      exitCode = 1;
       logger.fatal(
         { pid: worker.process.pid, code, signal },
         'a receiver process failed at start-up; stopping the others',
       );
       stopAll();
-    } else if (!stopping) {
+    } else {
       earlyDeaths = lived >= RESTART_BACKOFF.stableMs ? 0 : earlyDeaths + 1;
-      // The first early death is replaced at once; from the second, the one backoff formula.
-      const restartInMs =
-        earlyDeaths <= 1
-          ? 0
-          : backoffDelay(earlyDeaths - 1, { ...RESTART_BACKOFF, jitter: 'none' });
-      logger.error(
-        { pid: worker.process.pid, code, signal, livedMs: lived, restartInMs },
-        'receiver process died; replacing it',
-      );
-      const timer = setTimeout(() => {
-        pendingForks.delete(timer);
-        if (!stopping) fork();
-      }, restartInMs);
-      pendingForks.add(timer);
+      if (earlyDeaths >= RESTART_BACKOFF.giveUp) {
+        exitCode = 1;
+        logger.fatal(
+          { pid: worker.process.pid, code, signal, livedMs: lived, deathsInARow: earlyDeaths },
+          'receiver processes keep dying soon after they start; stopping the others',
+        );
+        stopAll();
+      } else replace(worker.process.pid, { code, signal, livedMs: lived, listened });
     }
     if (stopping && started.size === 0) process.exit(exitCode);
   });
+
+  /** Forks a process in place of `pid`, which died as `death` says, after the backoff's wait. */
+  function replace(
+    pid: number | undefined,
+    death: { code: number; signal: string; livedMs: number; listened: boolean },
+  ) {
+    // The first early death is replaced at once; from the second, the one backoff formula.
+    const restartInMs =
+      earlyDeaths <= 1 ? 0 : backoffDelay(earlyDeaths - 1, { ...RESTART_BACKOFF, jitter: 'none' });
+    logger.error({ pid, ...death, restartInMs }, 'receiver process died; replacing it');
+    const timer = setTimeout(() => {
+      pendingForks.delete(timer);
+      if (!stopping) fork(pid);
+    }, restartInMs);
+    pendingForks.add(timer);
+  }
 
   function stopAll() {
     stopping = true;
@@ -120,4 +153,14 @@ export function runReceiverCluster(
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+}
+
+/**
+ * Whether a process that died before it listened ends the receiver: its start was refused, or it
+ * exited by itself while the receiver was still coming up. One killed by a signal, or one that
+ * crashed once the receiver was up, is replaced.
+ */
+function startRefused(code: number | null, signal: string | null, comingUp: boolean): boolean {
+  if (signal !== null) return false;
+  return code === START_REFUSED_EXIT_CODE || comingUp;
 }
