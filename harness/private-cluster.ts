@@ -47,6 +47,44 @@ export function infoField(info: unknown, field: string): string | undefined {
   return new RegExp(`^${field}:(.*)$`, 'm').exec(String(info))?.[1]?.trim();
 }
 
+/** One line of CLUSTER NODES. */
+export interface ClusterNode {
+  readonly id: string;
+  readonly port: number;
+  readonly flags: readonly string[];
+  /** The primary's id, for a replica; undefined for a primary. */
+  readonly primaryId: string | undefined;
+  /** Slot ranges served, inclusive. */
+  readonly slots: readonly (readonly [number, number])[];
+}
+
+/** CLUSTER NODES' text, a node a line. */
+export function parseClusterNodes(text: string): ClusterNode[] {
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => {
+      const [id = '', address = '', flags = '', primary = '', , , , , ...slots] = line.split(' ');
+      return {
+        id,
+        port: Number(/:(\d+)@/.exec(address)?.[1]),
+        flags: flags.split(','),
+        primaryId: primary === '-' ? undefined : primary,
+        slots: slots
+          .filter((range) => !range.startsWith('['))
+          .map((range) => {
+            const [from, to = from] = range.split('-').map(Number);
+            return [from ?? 0, to ?? 0] as const;
+          }),
+      };
+    });
+}
+
+/** CLUSTER NODES as seen by the server on `port`. */
+export async function clusterNodes(port: number): Promise<ClusterNode[]> {
+  return parseClusterNodes(String(await ask(port, 'CLUSTER', 'NODES')));
+}
+
 /**
  * `check` until it gives a value, within `timeoutMs`; the error names `what` was waited for
  * (eventually's own says only how long), a function's text as it reads at the deadline.

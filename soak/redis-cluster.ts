@@ -1,10 +1,14 @@
 import { execFile } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
-import { dropConnection } from '../src/redis/connections.js';
+import {
+  ask as askAny,
+  infoField as field,
+  parseClusterNodes as parseNodes,
+  waitFor,
+  type ClusterNode,
+} from '../harness/private-cluster.js';
 import { freePort } from '../harness/private-redis.js';
 import { startRedisServer, type Fsync, type RedisServer } from './redis-server.js';
 
@@ -19,15 +23,6 @@ const run = promisify(execFile);
  * NODE_TIMEOUT_MS unanswered, and its replica then takes its slots.
  */
 export const NODE_TIMEOUT_MS = 2_000;
-
-/** One line of CLUSTER NODES. */
-export interface ClusterNode {
-  readonly id: string;
-  readonly port: number;
-  readonly flags: readonly string[];
-  /** Slot ranges served, inclusive. */
-  readonly slots: readonly (readonly [number, number])[];
-}
 
 export interface RedisCluster {
   /** Every server, primaries and replicas. */
@@ -51,58 +46,19 @@ export interface RedisCluster {
 
 const PRIMARIES = 3;
 
-/** One command to the server on `port`, on a connection of its own that does not retry. */
-async function ask(port: number, ...args: string[]): Promise<string> {
-  const redis = new Redis(port, '127.0.0.1', {
-    lazyConnect: true,
-    connectTimeout: 1_000,
-    commandTimeout: 2_000,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  redis.on('error', () => undefined);
-  try {
-    await redis.connect();
-    const [command = '', ...rest] = args;
-    return String(await redis.call(command, ...rest));
-  } finally {
-    dropConnection(redis);
-  }
-}
-
-/** A field of an INFO section or of CLUSTER INFO. */
-const field = (info: string, name: string) =>
-  new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
-
-function parseNodes(text: string): ClusterNode[] {
-  return text
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => {
-      const [id = '', address = '', flags = '', , , , , , ...slots] = line.split(' ');
-      return {
-        id,
-        port: Number(/:(\d+)@/.exec(address)?.[1]),
-        flags: flags.split(','),
-        slots: slots
-          .filter((range) => !range.startsWith('['))
-          .map((range) => {
-            const [from = 0, to = from] = range.split('-').map(Number);
-            return [from, to] as const;
-          }),
-      };
-    });
-}
+/** One command to the server on `port`, its answer as text. */
+const ask = async (port: number, ...args: string[]) => String(await askAny(port, ...args));
 
 /** `check` until it is true, within `timeoutMs`; the error names what was waited for. */
-async function until(what: () => string, check: () => Promise<boolean>, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return;
-    await sleep(200);
-  }
-  throw new Error(`redis cluster: ${what()}: not reached within ${String(timeoutMs)} ms`);
-}
+const until = (what: () => string, check: () => Promise<boolean>, timeoutMs: number) =>
+  waitFor(
+    () => `redis cluster: ${what()}`,
+    async () => ((await check()) ? true : undefined),
+    {
+      timeoutMs,
+      everyMs: 200,
+    },
+  );
 
 export async function startRedisCluster(dir: string, fsync: Fsync): Promise<RedisCluster> {
   const nodes: RedisServer[] = [];
