@@ -149,7 +149,7 @@ export interface ContextOptions {
   readonly metrics?: (DownloadMetrics & StoreWriteMetrics) | undefined;
 }
 
-/** What the context is built from: the store's settings, the downloads', and the records' prefix. */
+/** What the context is built from: the store's settings, the downloads', and the prefix of the failure log and the revocation registry. */
 export type ContextSettings = StoreSettings &
   DownloadAgentConfig &
   AudioDownloaderDeps['config'] &
@@ -157,7 +157,7 @@ export type ContextSettings = StoreSettings &
 
 /**
  * Builds the handlers' context: the store (started: storage/create-audio-store.ts), the guarded
- * downloader (download/download-agent.ts), records, hooks.
+ * downloader (download/download-agent.ts), the failure log and the revocation registry, hooks.
  */
 export async function createWorkerContext(
   config: ContextSettings,

@@ -57,8 +57,8 @@ export interface RunningStages extends DeliveryStages {
 }
 
 /**
- * What the steps read: forwarding's settings, the archive's retention, and what the timeline's
- * records are kept under and for how long (the archive's retention, else the dedupe window).
+ * What the steps read: forwarding's settings, the archive's retention, and what the timelines are
+ * kept under and for how long (the archive's retention, else the dedupe window).
  */
 export type StagesSettings = ForwardingConfig &
   Pick<StorageSettings, 'archiveRetentionHours'> &

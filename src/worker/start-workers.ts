@@ -81,7 +81,7 @@ export async function startWorkers(
   // A refused write (OOM, READONLY, LOADING, MISCONF) is a state too: the gate logs it once,
   // holds the workers' intake, probes with backoff and lets them go on once Redis takes writes.
   // The receivers stop at the reserve; halfway into it the delivery worker holds back while
-  // forwards wait (a delivery handled becomes forward messages and records before its body is
+  // forwards wait (a delivery handled becomes forward messages and timeline steps before its body is
   // freed) and otherwise drains one job at a time (reserve-drain.ts, docs/capacity.md).
   const gate = new WriteGate(redis, {
     logger,
