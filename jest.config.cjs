@@ -13,7 +13,7 @@
 const { availableParallelism } = require('node:os');
 
 const QUICK = {
-  archive: ['archive', 'archive-deliveries', 'replay-confirm', 'shared-volume'],
+  archive: ['archive', 'archive-stage', 'replay-confirm', 'shared-volume'],
   cli: ['print'],
   config: ['config', 'open-file-limit', 'redis-password', 'variable-names'],
   docs: ['docs-pages', 'readme', 'settings-docs'],
@@ -22,8 +22,8 @@ const QUICK = {
     'download-release',
     'guarded-agent',
     'ip-policy',
-    'meter',
     'open-download',
+    'open-download-meter',
     'retry-policy',
   ],
   forwarding: [

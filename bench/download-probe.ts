@@ -12,8 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { Agent } from 'undici';
 import { createGuardedAgent } from '../src/download/guarded-agent.js';
-import { Meter } from '../src/download/meter.js';
-import { openDownload } from '../src/download/open-download.js';
+import { Meter, openDownload } from '../src/download/open-download.js';
 import { createLocalAudioStore } from '../src/storage/local/local-audio-store.js';
 import {
   createS3AudioStore,

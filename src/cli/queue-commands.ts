@@ -65,8 +65,8 @@ const FORWARD_COLUMNS = ['id', 'destination', 'message_id', 'reason', 'attempts'
 /**
  * A recorded `audio.failed` as a row of `failures`, in the shape of a forward's row: `kind`,
  * `id` (here data.id, as `failures` has always shown it), `event`, `data_id` and `at` (when it
- * was received) in both, then what is its own: the record's fields (`received_at`, `payload`,
- * and `id_truncated`, `payload_bytes`, `payload_truncated` when the record cut them).
+ * was received) in both, then what is its own: the log entry's fields (`received_at`, `payload`,
+ * and `id_truncated`, `payload_bytes`, `payload_truncated` when the log entry cut them).
  */
 function audioFailedRow({ id, ...record }: LoggedFailure): Row {
   return {
@@ -80,7 +80,7 @@ function audioFailedRow({ id, ...record }: LoggedFailure): Row {
 }
 
 /**
- * A record (failed audio, revoked key) as a table shows it: an id cut ends in `…`, and a
+ * A log entry (failed audio, revoked key) as a table shows it: an id cut ends in `…`, and a
  * payload too long to keep says so (the archive keeps the delivery whole).
  */
 function recordCells(record: LoggedFailure | RevokedKey): Row {

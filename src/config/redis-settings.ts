@@ -19,7 +19,7 @@ export const REDIS_SETTINGS = {
     schema: redisUrl,
     default: 'redis://127.0.0.1:6379',
     readBy: ['web', 'worker', 'cli', 'sandbox'],
-    doc: 'Redis for dedupe, queues and records (`rediss://` for TLS; password in the URL, `%`-escaped); a malformed one (bad port, bad `%` escape, another scheme) stops start-up with one line that never shows the password',
+    doc: 'Redis for dedupe, queues and history (`rediss://` for TLS; password in the URL, `%`-escaped); a malformed one (bad port, bad `%` escape, another scheme) stops start-up with one line that never shows the password',
   },
   REDIS_PASSWORD: {
     // Apart from the URL so that each can live where it belongs: the URL (host, port, TLS) in a
@@ -60,7 +60,7 @@ export const REDIS_SETTINGS = {
     schema: z.string().regex(/^[^\s:]+$/, 'must be non-empty, without spaces or colons'),
     default: 'audio-webhooks',
     readBy: ['web', 'worker', 'cli'],
-    doc: 'key prefix of the queue and records; a hash tag such as `{aw}` for Redis Cluster',
+    doc: 'key prefix of the queue and its history; a hash tag such as `{aw}` for Redis Cluster',
   },
   QUEUE_SHARDS: {
     schema: int(1, 1024),

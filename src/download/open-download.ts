@@ -1,3 +1,4 @@
+import { createHash, type Hash } from 'node:crypto';
 import { pipeline, type Readable, type Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { errors, request, type Dispatcher } from 'undici';
@@ -174,4 +175,39 @@ export function classifyNetworkError(error: unknown, deadline?: AbortSignal): Er
   }
   const message = error instanceof Error ? error.message : String(error);
   return new TransientDownloadError(`download failed: ${message}`, undefined, { cause: error });
+}
+
+/**
+ * Counts and hashes bytes as they stream past, and stops the transfer the moment it exceeds
+ * `maxBytes`: a server may lie about Content-Length or send none.
+ */
+export class Meter {
+  #bytes = 0;
+  readonly #hash: Hash = createHash('sha256');
+
+  constructor(private readonly maxBytes: number) {}
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** Hex SHA-256 of everything that passed; call once, after the stream finished. */
+  sha256(): string {
+    return this.#hash.digest('hex');
+  }
+
+  /** Passes `source` through, measuring it; throws (ending the transfer) past the cap. */
+  async *measure(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+    for await (const chunk of source) {
+      this.#bytes += chunk.length;
+      if (this.#bytes > this.maxBytes) {
+        const limit = formatBytes(this.maxBytes);
+        throw new PermanentDownloadError(
+          `audio is over the ${limit} limit (DOWNLOAD_MAX_BYTES); transfer stopped`,
+        );
+      }
+      this.#hash.update(chunk);
+      yield chunk;
+    }
+  }
 }

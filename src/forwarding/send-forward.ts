@@ -1,7 +1,7 @@
 import { ownValue } from '../util/own-value.js';
 import { DelayedError, type Job } from 'bullmq';
 import { NeverRetryError } from '../jobs/retry-policy.js';
-import { payloadTooBigToKeep } from '../queue/handled-summary.js';
+import { payloadTooBigToKeep } from '../queue/delivery-job-data.js';
 import type { ForwardJobData } from './forward-queue.js';
 import { formatTraceparent, newTraceContext } from '../telemetry/trace-context.js';
 import { activeTrace } from '../telemetry/tracing.js';

@@ -33,7 +33,7 @@ export interface Forwarding {
 /** A destination down for long is tried every 10 minutes at the most. */
 const MAX_DELAY_MS = 10 * 60 * 1000;
 /**
- * The settings forwarding reads: every FORWARD_* one, the prefix its queue and records live
+ * The settings forwarding reads: every FORWARD_* one, the prefix its queue and the timelines live
  * under, and the job lock its worker shares with the delivery worker.
  */
 export type ForwardingConfig = ForwardSettings &

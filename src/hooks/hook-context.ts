@@ -15,7 +15,7 @@ export interface DeliveryInfo {
   readonly receivedAt: string;
   /**
    * Its `data` as the provider wrote it: the JSON text cut from the body as received, not a
-   * re-serialised copy (JSON.stringify writes 1e20 as 21 digits). The records keep this.
+   * re-serialised copy (JSON.stringify writes 1e20 as 21 digits). The log entries keep this.
    * Undefined for a job queued by an earlier version, which holds the parsed delivery only.
    */
   readonly dataText?: string;

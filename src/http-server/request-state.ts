@@ -1,9 +1,11 @@
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from 'node:http';
 
 /**
  * What the receiver and the worker's health server share about a request in flight: its id, the
- * fields its one log line gets, and the JSON answer. Kept on the response itself: plain Node
- * responses have no `res.locals`. The request log (receiver/common-middleware.ts) starts it.
+ * fields its one log line gets, and the JSON answer; and, for the receiver's route, whether the
+ * client still waits for `100 Continue` (deferContinue, below). Kept on the response itself:
+ * plain Node responses have no `res.locals`. The request log (receiver/common-middleware.ts)
+ * starts it.
  */
 const STATE = Symbol('request');
 export interface RequestState {
@@ -45,4 +47,24 @@ export function sendJson(
     'Content-Length': Buffer.byteLength(body),
   });
   res.end(body);
+}
+
+/** Requests that sent `Expect: 100-continue` and have not been invited to send their body yet. */
+const awaitingInvitation = new WeakSet<IncomingMessage>();
+
+/**
+ * Node answers `Expect: 100-continue` with `100 Continue` before any handler runs, inviting an
+ * upload the route may refuse (a Content-Length over MAX_BODY_BYTES, a wrong Content-Type).
+ * With this, the invitation is left to the route: inviteBody() sends it once the headers passed.
+ */
+export function deferContinue(server: Server): void {
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    awaitingInvitation.add(req);
+    server.emit('request', req, res);
+  });
+}
+
+/** Sends `100 Continue` if the client is waiting for it (and only once). */
+export function inviteBody(req: IncomingMessage, res: ServerResponse): void {
+  if (awaitingInvitation.delete(req)) res.writeContinue();
 }

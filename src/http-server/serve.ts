@@ -6,7 +6,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { deferContinue } from './expect-continue.js';
+import { deferContinue } from './request-state.js';
 
 /** The listener could not start; the message names the variable to fix. */
 export class ListenError extends Error {

@@ -197,7 +197,7 @@ export interface JobDataWrite {
 }
 
 /**
- * The handled job's write: its data becomes `handled` (handled-summary.ts's summary), and a
+ * The handled job's write: its data becomes `handled` (delivery-job-data.ts's summary), and a
  * provider's delivery drops its spent deduplication id, which a completed job kept a day need
  * not carry. A replay's is kept: BullMQ frees the replay's key by it when the job ends
  * (archive/replay.ts).

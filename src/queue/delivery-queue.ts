@@ -62,7 +62,7 @@ export class DeliveryQueue extends Queue<DeliveryJobData> {
    * (on a Cluster, the shard's). Undefined: no WAIT.
    */
   replicaWait: { readonly replicas: number; readonly timeoutMs: number } | undefined;
-  /** Where each delivery's mark and records live, over every shard (delivery-keys.ts). */
+  /** Where each delivery's mark and timeline live, over every shard (delivery-keys.ts). */
   layout: DeliveryKeys = deliveryKeys(this.opts.prefix ?? 'bull');
 
   /**

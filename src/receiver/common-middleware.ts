@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { IncomingMessage, type ServerResponse } from 'node:http';
+import { IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import type { Express } from 'express';
 import helmet from 'helmet';
 import type { Logger } from 'pino';
+import type { PlainHandler } from './webhook-route.js';
 import { trackRequest } from '../http-server/request-state.js';
 
 const REQUEST_ID = /^[\w\-.:]{1,128}$/;
@@ -27,7 +28,7 @@ const SECURITY_HEADERS: readonly (readonly [string, string])[] = (() => {
   return [...headers];
 })();
 
-export function setSecurityHeaders(res: ServerResponse): void {
+function setSecurityHeaders(res: ServerResponse): void {
   for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
 }
 
@@ -35,7 +36,7 @@ export function setSecurityHeaders(res: ServerResponse): void {
  * Settings and middleware every request passes through: security headers, no `x-powered-by`, no
  * ETag (a hash of every webhook answer, for clients that never revalidate), and one log line
  * per request. The benchmark's empty baseline uses this same function, so the two compare fairly;
- * the webhook route's fast path (createHttp in app.ts) does the same two things itself.
+ * the webhook route's fast path (webhookFastPath, below) does the same two things itself.
  */
 export function applyCommonMiddleware(app: Express, logger: Logger): void {
   app.disable('x-powered-by');
@@ -54,7 +55,7 @@ export function applyCommonMiddleware(app: Express, logger: Logger): void {
  * CPU in a profile (docs/performance-history.md); this costs one object and one write, and nothing for a probe
  * below the log level.
  */
-export function startRequestLog(logger: Logger, req: IncomingMessage, res: ServerResponse): void {
+function startRequestLog(logger: Logger, req: IncomingMessage, res: ServerResponse): void {
   const started = performance.now();
   const incoming = req.headers['x-request-id'];
   // Keep the load balancer's request id when it sent a sane one, so logs join up.
@@ -87,4 +88,33 @@ export function startRequestLog(logger: Logger, req: IncomingMessage, res: Serve
   res.once('close', () => {
     if (!res.writableFinished) write('request aborted', 'warn');
   });
+}
+
+/**
+ * The receiver's listener: a POST to exactly WEBHOOK_PATH (a query allowed) goes straight to the
+ * webhook's handler, after the security headers and log line every other request gets from
+ * applyCommonMiddleware; Express's routing, which costs CPU per delivery
+ * (docs/performance-history.md), runs only for the rest.
+ */
+export function webhookFastPath(
+  path: string,
+  logger: Logger,
+  webhook: PlainHandler,
+  app: Express,
+): RequestListener {
+  const withQuery = `${path}?`;
+  return (req, res) => {
+    const url = req.url ?? '';
+    if (req.method === 'POST' && (url === path || url.startsWith(withQuery))) {
+      setSecurityHeaders(res);
+      startRequestLog(logger, req, res);
+      webhook(req, res).catch((error: unknown) => {
+        // The handler answers its own errors; this is for a defect in that answer itself.
+        logger.error({ err: error }, 'unhandled error');
+        res.destroy();
+      });
+      return;
+    }
+    app(req, res);
+  };
 }

@@ -36,7 +36,7 @@ export type QueueDelivery = (
  * What a queued delivery costs Redis, an upper bound: its body rounded up to the allocator's
  * size class (jemalloc's classes are up to 25 % apart; a large body also keeps the slack of the
  * query buffer it arrived in), plus the job's fields, its mark and its event, and its timeline
- * record (under 512 bytes when it starts). Counting less let a burst between two readings of
+ * (under 512 bytes when it starts). Counting less let a burst between two readings of
  * INFO memory carry Redis past the reserve (docs/capacity.md).
  */
 const storedBytes = (bodyBytes: number) => Math.ceil(bodyBytes * 1.25) + 2048 + 512;
@@ -83,7 +83,7 @@ export function createQueueDelivery(
 
 /**
  * The `received` step's detail: which secret verified it, its size and its trace id, the id in
- * base64url (22 characters, not 32 hex: the record is kept for the archive's retention).
+ * base64url (22 characters, not 32 hex: the timeline is kept for the archive's retention).
  */
 const receivedDetail = (secret: number | undefined, body: string, traceparent?: string) =>
   `${secret ?? 0} ${Buffer.byteLength(body)}${traceparent === undefined ? '' : ` ${Buffer.from(traceparent.slice(3, 35), 'hex').toString('base64url')}`}`;
@@ -128,7 +128,7 @@ async function enqueueDelivery(
   const { event, data } = delivery;
   const [first] = queues;
   const pair = first.layout.pairOf(event, data.id);
-  // The mark, the job and the record share the shard's slot: one MULTI holds them.
+  // The mark, the job and the timeline share the shard's slot: one MULTI holds them.
   const queue = queues[pair.shard] ?? first;
   const client = await queue.getBackend().client;
   if (!defined.has(client)) {
@@ -142,7 +142,7 @@ async function enqueueDelivery(
     { jobId, ...deduplicationOf(pair) },
     (transaction) => {
       markPair(transaction, pair, jobId, dedupeTtlSeconds);
-      // After the mark, which it reads: a new delivery's record starts, a re-send is counted.
+      // After the mark, which it reads: a new delivery's timeline starts, a re-send is counted.
       received?.timeline.received(
         transaction,
         pair,

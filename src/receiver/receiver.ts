@@ -30,7 +30,7 @@ import { EVENT_NAMES } from '../provider-spec/events.js';
 import type { AudioStore } from '../storage/audio-store.js';
 import { openBuiltInStore, type StoreSettings } from '../storage/create-audio-store.js';
 import { clusterMetricsText } from './cluster-metrics.js';
-import { applyCommonMiddleware, setSecurityHeaders, startRequestLog } from './common-middleware.js';
+import { applyCommonMiddleware, webhookFastPath } from './common-middleware.js';
 import { adminHosts } from './admin-hosts.js';
 import { healthRoutes } from './health-routes.js';
 import { webhookRoute, type PlainHandler, type WebhookRouteDeps } from './webhook-route.js';
@@ -90,9 +90,8 @@ type Surface = 'all' | 'public' | 'internal';
  * the HTTP stack. It does not wait for Redis: deliveries get 503 and /readyz says not ready
  * until the connection is up (on its own).
  *
- * `listener` sends a POST to exactly WEBHOOK_PATH straight to the webhook handler, after the
- * security headers and log line Express's middleware gives every other request (whose routing
- * costs CPU per delivery: docs/performance-history.md); all else goes through `app`.
+ * `listener` sends a POST to exactly WEBHOOK_PATH straight to the webhook handler and all else
+ * through `app` (webhookFastPath, receiver/common-middleware.ts).
  */
 export function createReceiver(
   config: WebSettings,
@@ -160,7 +159,7 @@ export function createReceiver(
   const app = buildApp(parts, split ? 'public' : 'all');
   return {
     app,
-    listener: fastPath(config.webhookPath, logger, webhook, app),
+    listener: webhookFastPath(config.webhookPath, logger, webhook, app),
     ...(split ? { internal: buildApp(parts, 'internal') } : {}),
     queue,
     redis,
@@ -173,29 +172,6 @@ export function createReceiver(
         redis.disconnect();
       });
     },
-  };
-}
-
-function fastPath(
-  path: string,
-  logger: Logger,
-  webhook: PlainHandler,
-  app: Express,
-): RequestListener {
-  const withQuery = `${path}?`;
-  return (req, res) => {
-    const url = req.url ?? '';
-    if (req.method === 'POST' && (url === path || url.startsWith(withQuery))) {
-      setSecurityHeaders(res);
-      startRequestLog(logger, req, res);
-      webhook(req, res).catch((error: unknown) => {
-        // The handler answers its own errors; this is for a defect in that answer itself.
-        logger.error({ err: error }, 'unhandled error');
-        res.destroy();
-      });
-      return;
-    }
-    app(req, res);
   };
 }
 

@@ -14,7 +14,7 @@ import {
   type TraceContext,
 } from '../telemetry/trace-context.js';
 import { verifySignature } from '../provider-spec/signature.js';
-import { addLogFields, sendJson } from '../http-server/request-state.js';
+import { addLogFields, inviteBody, sendJson } from '../http-server/request-state.js';
 import { answerError } from '../http-server/error-handler.js';
 import {
   BadRequestError,
@@ -24,7 +24,6 @@ import {
   PayloadTooLargeError,
   UnsupportedMediaTypeError,
 } from '../http-server/http-errors.js';
-import { inviteBody } from '../http-server/expect-continue.js';
 
 export interface WebhookRouteDeps {
   readonly config: Pick<

@@ -5,7 +5,7 @@ import { tempName } from './temp-name.js';
 /**
  * Writes a small file whole or not at all: a temp file beside it (one name scheme for every
  * area, storage/temp-name.ts), then a rename, which replaces atomically. Not fsynced: for what
- * can be made again or is a record kept beside the queue (the archive area's files, cached
+ * can be made again or is kept beside the queue (the files area's archive entries and cached
  * bodies, the CLI's files); the audio store syncs its own.
  */
 export async function writeAtomically(path: string, bytes: Uint8Array): Promise<void> {

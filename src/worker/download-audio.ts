@@ -2,8 +2,8 @@ import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import type { DownloadSettings } from '../config/download-settings.js';
 import { PermanentDownloadError } from '../download/download-errors.js';
-import { Meter } from '../download/meter.js';
 import {
+  Meter,
   classifyNetworkError,
   openDownload,
   type OpenedDownload,

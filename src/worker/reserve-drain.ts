@@ -9,7 +9,7 @@ const CHECK_EVERY_MS = 1_000;
  * forwards wait to be sent they take no new job: sending those is what frees memory then, and
  * each delivery drained would add its own. With no forward waiting, nothing frees memory but a
  * drained delivery (its body goes once it completes), so they take jobs one at a time: a Redis
- * carried into the reserve by anything else (the receivers' last writes, records) is drained
+ * carried into the reserve by anything else (the receivers' last writes, timelines, log entries) is drained
  * rather than held for good.
  *
  * `forwardsWaiting` reads the forward queue (waiting, active, delayed): a read, which Redis

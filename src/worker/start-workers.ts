@@ -18,14 +18,15 @@ import { registerHoldGauge } from '../telemetry/redis-gauges.js';
 import { registerStoreGauges } from './store-gauges.js';
 import { createWorkerMetrics } from './worker-metrics.js';
 import { createLiveness, type Liveness } from './liveness.js';
-import {
-  createWorkerContext,
-  type ContextOptions,
-  type ContextSettings,
-} from './worker-context.js';
-import { createDeliveryStages, type StagesSettings } from './delivery-stages.js';
+import { createWorkerContext, type ContextOptions, type ContextSettings } from './dispatch.js';
 import { drainInReserve } from './reserve-drain.js';
-import { describeDeliveryJob, runDelivery, type DeliveryWorker } from './run-delivery.js';
+import {
+  createDeliveryStages,
+  describeDeliveryJob,
+  runDelivery,
+  type DeliveryWorker,
+  type StagesSettings,
+} from './run-delivery.js';
 
 /**
  * What a worker process reads: its connection, its write gate's reserve, its own job settings,
@@ -65,7 +66,7 @@ export interface RunningWorkers {
 
 /**
  * A worker process's wiring: its Redis connection, the handlers' context, the steps each
- * delivery runs through (delivery-stages.ts, in the order of run-delivery.ts), the BullMQ worker
+ * delivery runs through (createDeliveryStages, run in order by runDelivery: run-delivery.ts), the BullMQ worker
  * that runs them, and what tells whether it works (liveness, /metrics).
  */
 export async function startWorkers(
@@ -80,7 +81,7 @@ export async function startWorkers(
   // A refused write (OOM, READONLY, LOADING, MISCONF) is a state too: the gate logs it once,
   // holds the workers' intake, probes with backoff and lets them go on once Redis takes writes.
   // The receivers stop at the reserve; halfway into it the delivery worker holds back while
-  // forwards wait (a delivery handled becomes forward messages and records before its body is
+  // forwards wait (a delivery handled becomes forward messages and timeline steps before its body is
   // freed) and otherwise drains one job at a time (reserve-drain.ts, docs/capacity.md).
   const gate = new WriteGate(redis, {
     logger,

@@ -2,9 +2,13 @@ import { hostname } from 'node:os';
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Delivery } from '../provider-spec/delivery.js';
-import { jobItemId, type DeliveryJobData } from '../queue/delivery-job-data.js';
+import {
+  handledData,
+  jobItemId,
+  payloadTooBigToKeep,
+  type DeliveryJobData,
+} from '../queue/delivery-job-data.js';
 import { handledJobWrite } from '../queue/delivery-keys.js';
-import { handledData, payloadTooBigToKeep } from '../queue/handled-summary.js';
 import type {
   DeliveryTimeline,
   EarlierStep,
@@ -29,7 +33,7 @@ export const ATTEMPT_NOTED_AFTER_MS = 1_000;
  * without waiting for it and never fails the delivery: a Redis that refuses it (full, away)
  * costs the inspector a line, logged, not the delivery its handling. The one step waited for is
  * `handled`, because it also puts the handled job's summary in place of its payload: the write
- * the job made anyway (queue/handled-summary.ts) carries the step, so it costs no round trip.
+ * the job made anyway (queue/delivery-job-data.ts) carries the step, so it costs no round trip.
  * Steps noted while an attempt runs wait for the next step written (each keeps its own time):
  * `attempt` at most `attemptNotedAfterMs`, `stored` when no destination's step follows it.
  */

@@ -9,7 +9,7 @@ export interface DownloadMetrics {
   readonly downloadBytes: Counter;
 }
 
-/** What the audio store's writes are measured by (worker/worker-context.ts). */
+/** What the audio store's writes are measured by (worker/dispatch.ts). */
 export interface StoreWriteMetrics {
   /** By `result`: ok, failed. */
   readonly storeWrites: Counter<'result'>;

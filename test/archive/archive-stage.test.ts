@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { ArchiveWriteError, startArchiving } from '../../src/archive/archive-deliveries';
+import { ArchiveWriteError, startArchiving } from '../../src/archive/archive';
 import type { AudioStore } from '../../src/storage/audio-store';
 import { createLocalFileArea } from '../../src/storage/local/local-file-area';
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { PermanentDownloadError } from '../../src/download/download-errors';
-import { Meter } from '../../src/download/meter';
+import { Meter } from '../../src/download/open-download';
 
 async function* chunks(...parts: string[]): AsyncGenerator<Uint8Array> {
   for (const part of parts) yield Buffer.from(part);
