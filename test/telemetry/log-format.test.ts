@@ -60,7 +60,7 @@ it('pretty on a terminal: a request and the start line are one line each', async
   const dist = join(__dirname, '..', '..', 'dist');
   const script = [
     `const { createLogger } = require(${JSON.stringify(join(dist, 'telemetry', 'logger.js'))});`,
-    `const { loadConfig } = require(${JSON.stringify(join(dist, 'config', 'config.js'))});`,
+    `const { loadConfig } = require(${JSON.stringify(join(dist, 'settings.js'))});`,
     `const { reportStartup } = require(${JSON.stringify(join(dist, 'startup-report.js'))});`,
     "const logger = createLogger('info', undefined, 'auto');",
     "reportStartup(loadConfig({ WEBHOOK_SECRETS: 's', CDN_URL: 'https://cdn.example.com' }), logger, { listen: '127.0.0.1:3000' });",
