@@ -42,9 +42,9 @@ export type QueueDelivery = (
 const storedBytes = (bodyBytes: number) => Math.ceil(bodyBytes * 1.25) + 2048 + 512;
 
 /**
- * The web side's one way to store a delivery, and the one owner of its deadline: the queue's
+ * The web side's one way to queue a delivery, and the one owner of its deadline: the queue's
  * connection must be up (a request made while it is down fails at once instead of queuing), and
- * the whole store, replica acknowledgements included, must answer within the web connection's
+ * the whole enqueue, replica acknowledgements included, must answer within the web connection's
  * command timeout. Commands queued behind a stalled pipeline each get ioredis's own timeout
  * only once sent, which let a paused Redis hold requests past it; this bounds the request.
  */
@@ -68,7 +68,7 @@ export function createQueueDelivery(
         : { timeline, detail: receivedDetail(secret, body, traceparent) };
     const data = deliveryJobData(body, new Date(), traceparent);
     const added = enqueueDelivery(queues, delivery, data, config.dedupeTtlSeconds, received);
-    // Without replicas to wait for, the add is the whole store: no step added per delivery.
+    // Without replicas to wait for, the add is the whole enqueue: no step added per delivery.
     const stored = config.redisWaitReplicas > 0 ? added.then(confirmed(config)) : added;
     try {
       const result = await withDeadline(stored, deadlineMs, 'Redis');

@@ -26,7 +26,7 @@ const REDIS_ERROR_NAMES = new Set([
 ]);
 
 /**
- * Sorts a failed store by its kind of trouble, at the boundary where the cause is known: Redis
+ * Sorts a failed enqueue by its kind of trouble, at the boundary where the cause is known: Redis
  * trouble is temporary (503); a body that overflows the serialiser's stack will fail the same way
  * on every retry (400); anything else is a defect of ours and stays as it is (500, logged).
  */

@@ -108,12 +108,12 @@ export function duplicateConnection(redis: RedisConnection): RedisConnection {
 
 /**
  * How long the web side waits for one Redis command. A delivery not stored by then is answered
- * 503 (the sender retries); the delivery store applies the same bound to the whole store, so
+ * 503 (the sender retries); the enqueue applies the same bound to the whole of a delivery's write, so
  * commands queued behind a stalled pipeline cannot stretch it (receiver/enqueue-delivery.ts).
  */
 export const WEB_COMMAND_TIMEOUT_MS = 1_000;
 
-/** The web side's bound on one store: longer by the WAIT timeout when replicas must acknowledge. */
+/** The web side's bound on one enqueue: longer by the WAIT timeout when replicas must acknowledge. */
 export function webStoreDeadlineMs(
   config: Pick<RedisSettings, 'redisWaitReplicas' | 'redisWaitTimeoutMs'>,
 ): number {

@@ -48,7 +48,7 @@ export async function execThenWait(
    * slot being migrated, is not one a new map of the slots resolves).
    * On a Cluster, ioredis follows a redirection, and refreshes its slot map, only for a pipeline
    * it may send again whole, and WAIT's reply rules this one out: without a refresh here, every
-   * later store of that slot would go to the same wrong node.
+   * later enqueue of that slot would go to the same wrong node.
    */
   onRedirected?: () => Promise<void>,
 ): Promise<{ replies: Reply[]; acknowledged: number }> {

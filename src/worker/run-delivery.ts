@@ -32,7 +32,7 @@ import {
   type WorkerContext,
 } from './dispatch.js';
 
-/** The steps after a delivery is taken, in the order runDelivery runs them. */
+/** The stages after a delivery is taken, in the order runDelivery runs them. */
 export interface DeliveryStages {
   /**
    * Starts archiving it for replay while it is handled; `written()`, called once the job waits
@@ -48,16 +48,16 @@ export interface DeliveryStages {
    */
   readonly forward: ((jobId: string, message: ForwardMessage) => Promise<void>) | undefined;
   /** Notes each step in the delivery's timeline, for the inspector. Undefined: none kept. */
-  readonly recorder?: StepWriter | undefined;
+  readonly timeline?: StepWriter | undefined;
 }
 
-/** The steps, and how to stop what they started (the archive's sweeps, forwarding's worker). */
+/** The stages, and how to stop what they started (the archive's sweeps, forwarding's worker). */
 export interface RunningStages extends DeliveryStages {
   close(): Promise<void>;
 }
 
 /**
- * What the steps read: forwarding's settings, the archive's retention, and what the timelines are
+ * What the stages read: forwarding's settings, the archive's retention, and what the timelines are
  * kept under and for how long (the archive's retention, else the dedupe window).
  */
 export type StagesSettings = ForwardingConfig &
@@ -65,7 +65,7 @@ export type StagesSettings = ForwardingConfig &
   Pick<RedisSettings, 'queuePrefix' | 'queueShards' | 'dedupeTtlSeconds'>;
 
 /**
- * The steps a worker process runs for each delivery (runDelivery, below): the archive when
+ * The stages a worker process runs for each delivery (runDelivery, below): the archive when
  * ARCHIVE_RETENTION_HOURS keeps one and the store has one, the handlers, and forwarding when
  * FORWARD_URLS names destinations.
  */
@@ -91,7 +91,7 @@ export function createDeliveryStages(
   );
   const forwarding = startForwarding(config, logger, redis, { ...shared, timeline });
   return {
-    recorder: createStepWriter(timeline, logger, { forwards: forwarding !== undefined }),
+    timeline: createStepWriter(timeline, logger, { forwards: forwarding !== undefined }),
     archive: archiver === undefined ? undefined : (job) => archiver.record(job),
     handle: (job) => dispatch(job, context),
     forward:
@@ -106,12 +106,12 @@ export function createDeliveryStages(
 /**
  * One delivery job, top to bottom: archive (alongside), handle, forward what handling stored,
  * then keep a summary of the job in place of its payload. A job that throws is retried by
- * BullMQ and runs these steps again: a download finds its audio stored, a forward job that
+ * BullMQ and runs these stages again: a download finds its audio stored, a forward job that
  * exists is not added twice.
  */
 export async function runDelivery(
   job: Job<DeliveryJobData>,
-  steps: DeliveryStages,
+  stages: DeliveryStages,
 ): Promise<unknown> {
   const delivery = deliveryOf(job.data);
   // Handled already: its worker died after the last step below, before BullMQ marked it.
@@ -126,19 +126,19 @@ export async function runDelivery(
     firstRun: job.attemptsStarted <= 1 && job.data.replay === undefined,
     replay: job.data.replay !== undefined,
   });
-  steps.recorder?.started(job, delivery);
+  stages.timeline?.started(job, delivery);
   try {
-    return await runSteps(job, delivery, taken, steps);
+    return await runStages(job, delivery, taken, stages);
   } finally {
-    steps.recorder?.ended(job);
+    stages.timeline?.ended(job);
   }
 }
 
-async function runSteps(
+async function runStages(
   job: Job<DeliveryJobData>,
   delivery: Delivery,
   taken: DeliveryJob,
-  steps: DeliveryStages,
+  stages: DeliveryStages,
 ): Promise<unknown> {
   // Archived while it is handled, not before: the archive never delays a delivery. The job ends
   // only once its archive write has ended; one that failed fails the job after its handling and
@@ -146,7 +146,7 @@ async function runSteps(
   // destination is not sent the message again for the archive's sake. Its failure is kept as a
   // value, and waited for only once the job has nothing else to do: its batch need not linger
   // for others from then on.
-  const archiving = steps.archive?.(taken);
+  const archiving = stages.archive?.(taken);
   const archived = () =>
     archiving?.written().then(
       () => undefined,
@@ -154,12 +154,12 @@ async function runSteps(
     );
   let handled: Handled;
   try {
-    handled = await steps.handle(taken);
-    steps.recorder?.stored(job, delivery, handled.stored);
+    handled = await stages.handle(taken);
+    stages.timeline?.stored(job, delivery, handled.stored);
     // A worker killed before the message is sent or queued leaves the job to run again, which
     // finds the audio stored (no download) and forwards then.
     if (job.data.forwarded !== true) {
-      await steps.forward?.(
+      await stages.forward?.(
         taken.jobId,
         forwardMessage(delivery, job.data.body, new Date(), handled.stored, job.data.traceparent),
       );
@@ -171,7 +171,7 @@ async function runSteps(
   }
   const notArchived = await archived();
   if (notArchived !== undefined) {
-    if (steps.forward !== undefined && job.data.forwarded !== true) {
+    if (stages.forward !== undefined && job.data.forwarded !== true) {
       await job.updateData({ ...job.data, forwarded: true });
     }
     throw notArchived;
@@ -179,7 +179,7 @@ async function runSteps(
   // Last: the completed job keeps a summary, not the payload (the archive holds it, and the
   // forward job when there is one): a kept payload costs the noeviction Redis many times its size.
   // With a timeline, its `handled` step writes the summary (timeline-steps.ts), whatever the size.
-  if (steps.recorder !== undefined) await steps.recorder.handled(job, delivery);
+  if (stages.timeline !== undefined) await stages.timeline.handled(job, delivery);
   else if (payloadTooBigToKeep(job.data.body))
     await job.updateData(handledData(job.data, delivery));
   return handled.result;

@@ -30,7 +30,7 @@ import {
 
 /**
  * What a worker process reads: its connection, its write gate's reserve, its own job settings,
- * the store's gauges, and what the parts it starts read (the handlers' context, the steps).
+ * the store's gauges, and what the parts it starts read (the handlers' context, the stages).
  */
 export type WorkerSettings = RedisConfig &
   Pick<RedisSettings, 'queuePrefix' | 'redisMemoryReservePercent'> &
@@ -65,7 +65,7 @@ export interface RunningWorkers {
 }
 
 /**
- * A worker process's wiring: its Redis connection, the handlers' context, the steps each
+ * A worker process's wiring: its Redis connection, the handlers' context, the stages each
  * delivery runs through (createDeliveryStages, run in order by runDelivery: run-delivery.ts), the BullMQ worker
  * that runs them, and what tells whether it works (liveness, /metrics).
  */
@@ -136,14 +136,14 @@ export async function startWorkers(
     },
     isPaused: () => workers.every((each) => each.isPaused()),
   });
-  const steps = createDeliveryStages(config, logger, redis, context, {
+  const stages = createDeliveryStages(config, logger, redis, context, {
     registries,
     reportError,
     gate,
   });
   // Every worker serves every shard: one BullMQ worker per shard's queue.
   const workers: DeliveryWorker[] = shards.map((prefix, index) =>
-    startJobWorker((job) => liveness.track(() => runDelivery(job, steps)), {
+    startJobWorker((job) => liveness.track(() => runDelivery(job, stages)), {
       queue: 'deliveries',
       connection: redis,
       prefix,
@@ -172,7 +172,7 @@ export async function startWorkers(
   const stops = workers.map((worker) => {
     worker.on('failed', (job, error) => {
       // BullMQ sets finishedOn when the job moved to failed for good (a retry resets it to null).
-      if (job !== undefined) steps.recorder?.failed(job, error.message, Boolean(job.finishedOn));
+      if (job !== undefined) stages.timeline?.failed(job, error.message, Boolean(job.finishedOn));
     });
     return drainInReserve(worker, gate, forwardsWaiting);
   });
@@ -193,7 +193,7 @@ export async function startWorkers(
       stopDraining();
       const redisDown = redis.status !== 'ready';
       await Promise.all(workers.map((each) => each.close(redisDown)));
-      await steps.close();
+      await stages.close();
       await deliveries.close();
       await forwards.close();
       await context.dispatcher.close();
