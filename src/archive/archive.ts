@@ -170,8 +170,8 @@ export interface DeliveryArchiver {
    * Starts archiving a job's delivery (a replay's is archived already); `written()`, called once
    * the job waits for it, resolves within its deadline from then. A failure is logged and
    * counted, and rejects: every accepted delivery is archived (docs/replay.md), so the job is retried
-   * until it is (the soak found deliveries handled while the store was full, completed, and
-   * missing from the archive for good).
+   * until it is: a job completed without its archive entry leaves a delivery no replay can bring
+   * back.
    */
   record(job: {
     readonly delivery: Delivery;
