@@ -22,12 +22,14 @@ export interface PrivateCluster {
 
 /**
  * `ask(port, ...)`: one command to one server on a connection of its own that does not retry;
- * rejects at once when nothing answers there.
+ * rejects at once when nothing listens there. The connect's bound is a hang bound: on a busy
+ * machine a connect to a live server took longer than a second, and the command then failed
+ * with "Connection is closed".
  */
 export async function ask(port: number, ...args: (string | number)[]): Promise<unknown> {
   const redis = new Redis(port, '127.0.0.1', {
     lazyConnect: true,
-    connectTimeout: 1_000,
+    connectTimeout: 10_000,
     commandTimeout: 2_000,
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
