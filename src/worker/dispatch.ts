@@ -170,7 +170,7 @@ export async function createWorkerContext(
   const { metrics } = options;
   const download = createAudioDownloader({
     config,
-    // The downloader is the store's one writer of audio: measured here, whatever the store.
+    // The downloader is the store's one writer of audio: its bytes are counted here, whatever the store.
     store: metrics === undefined ? store : measureWrites(store, metrics),
     dispatcher,
     ...(metrics === undefined ? {} : { metrics }),
