@@ -8,6 +8,7 @@ import { createLogger } from '../../src/telemetry/logger';
 import { createReceiver, type Receiver } from '../../src/receiver/receiver';
 import type { CustomEvents } from '../../src/hooks/custom-events';
 import { signPayload } from '../../src/provider-spec/signature';
+import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { serviceSettings, TEST_SECRET } from './service-settings';
 
 export { TEST_SECRET } from './service-settings';
@@ -81,4 +82,18 @@ export function signed(body: unknown, options: { secret?: string; timestamp?: nu
       'x-service-signature': signPayload(raw, options.secret ?? TEST_SECRET, signOptions),
     },
   };
+}
+
+/**
+ * POSTs a signed key.revoked of `id` to a receiver on `port`, on a connection of its own
+ * (`connection: close`), so each request may reach another of the receiver's processes; its status.
+ */
+export async function postOnNewConnection(port: number, id: string): Promise<number> {
+  const { raw, headers } = signed(sampleDelivery('key.revoked', { id }));
+  const res = await fetch(`http://127.0.0.1:${port}/webhooks`, {
+    method: 'POST',
+    headers: { ...headers, connection: 'close' },
+    body: raw,
+  });
+  return res.status;
 }

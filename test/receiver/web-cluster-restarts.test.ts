@@ -1,10 +1,9 @@
 import { Redis } from 'ioredis';
-import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { withDeadline } from '../../src/util/deadline';
 import { freePort, startPrivateRedis } from '../../harness/private-redis';
 import { serviceSettings } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
-import { signed } from '../helpers/test-receiver';
+import { postOnNewConnection } from '../helpers/test-receiver';
 import { afterTest } from '../helpers/after-test';
 
 /**
@@ -20,15 +19,7 @@ function startCluster(port: number, extra: Record<string, string> = {}): Service
   );
 }
 
-async function post(port: number, id: string): Promise<number> {
-  const { raw, headers } = signed(sampleDelivery('key.revoked', { id }));
-  const res = await fetch(`http://127.0.0.1:${port}/webhooks`, {
-    method: 'POST',
-    headers: { ...headers, connection: 'close' },
-    body: raw,
-  });
-  return res.status;
-}
+const post = postOnNewConnection;
 
 /** The primary's line for the `nth` process it forks in place of a dead one (1 for the first). */
 async function nthReplacement(service: ServiceProcess, nth: number): Promise<number> {

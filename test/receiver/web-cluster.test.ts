@@ -5,7 +5,7 @@ import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { freePort } from '../../harness/private-redis';
 import { serviceSettings } from '../helpers/service-settings';
 import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
-import { signed } from '../helpers/test-receiver';
+import { postOnNewConnection, signed } from '../helpers/test-receiver';
 
 const running: ServiceProcess[] = [];
 afterEach(() => {
@@ -40,15 +40,7 @@ const alive = (pid: number) => {
   }
 };
 
-async function post(port: number, id: string): Promise<number> {
-  const { raw, headers } = signed(sampleDelivery('key.revoked', { id }));
-  const res = await fetch(`http://127.0.0.1:${port}/webhooks`, {
-    method: 'POST',
-    headers: { ...headers, connection: 'close' },
-    body: raw,
-  });
-  return res.status;
-}
+const post = postOnNewConnection;
 
 it('WEB_CONCURRENCY=2: two receiver processes share the port and all shut down gracefully on SIGTERM', async () => {
   const port = await freePort();
