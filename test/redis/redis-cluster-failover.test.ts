@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +13,7 @@ import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
 import {
   ask,
   clusterNodes,
+  failoverTarget,
   infoField,
   ownerOf,
   startPrivateCluster,
@@ -67,15 +67,11 @@ interface Sent {
 const time = (line: Record<string, unknown>) => Number(line.time);
 
 it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx again, workers go on, and what was acknowledged is handled once', async () => {
-  const prefix = `{aw-${randomUUID().slice(0, 8)}}`;
-  const slot = Number(await ask(cluster.nodes[0]!.port, 'CLUSTER', 'KEYSLOT', prefix));
-  const before = await clusterNodes(cluster.nodes[0]!.port);
-  const owner = ownerOf(before, slot);
-  const replicaNode = before.find((node) => node.primaryId === owner?.id);
-  const primary = cluster.nodes.find((node) => node.port === owner?.port);
-  const replica = cluster.nodes.find((node) => node.port === replicaNode?.port);
-  if (!primary || !replica) throw new Error(`no primary with a replica serves slot ${slot}`);
-  const survivor = cluster.nodes.find((node) => node !== primary && node !== replica)!;
+  const target = await failoverTarget(cluster);
+  const { prefix, slot } = target;
+  const primary = cluster.nodes.find((node) => node.port === target.owner.port)!;
+  const replica = cluster.nodes.find((node) => node.port === target.replica.port)!;
+  const survivor = cluster.nodes.find((node) => node.port === target.survivor.port)!;
 
   const audioDir = mkdtempSync(join(tmpdir(), 'aw-cluster-failover-'));
   const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
@@ -304,20 +300,26 @@ it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx
 // queued command is redirected alike, so ioredis sends the whole MULTI again to the slot's new
 // primary, and refreshes its map: stored at the first try. A manual failover makes the slot map
 // stale with nothing else to refresh it.
+/** The nodes of the shards failed over by the cases below. */
+const failedOver = new Set<string>();
 it.each([
   ['with REDIS_WAIT_REPLICAS, by the sender’s next tries', 1, 3],
   ['without REDIS_WAIT_REPLICAS, at the first try', 0, 1],
 ] as const)(
   'after a failover, the moved slot’s deliveries are stored again by a receiver %s',
   async (_name, redisWaitReplicas, tries) => {
-    const prefix = `{aw-${randomUUID().slice(0, 8)}}`;
-    const slot = Number(await ask(cluster.nodes[0]!.port, 'CLUSTER', 'KEYSLOT', prefix));
-    const owner = ownerOf(await clusterNodes(cluster.nodes[0]!.port), slot);
+    // The first test stopped a primary: this one's slot, and its seeds, are live nodes'; and each
+    // case fails over a shard of its own.
+    const { prefix, slot, owner, replica, survivor } = await failoverTarget(cluster, failedOver);
+    failedOver.add(owner.id).add(replica.id);
     const config = {
       redisUrl: 'redis://127.0.0.1:6379',
       redisSentinels: [],
       redisSentinelName: 'mymaster',
-      redisClusterNodes: cluster.nodes.map((node) => ({ host: '127.0.0.1', port: node.port })),
+      redisClusterNodes: [owner, replica, survivor].map((node) => ({
+        host: '127.0.0.1',
+        port: node.port,
+      })),
       redisWaitReplicas,
       redisWaitTimeoutMs: 2_000,
       dedupeTtlSeconds: 3_600,
@@ -345,15 +347,12 @@ it.each([
       expect(before.length === 1 ? before : before.at(-1)).toEqual(
         before.length === 1 ? ['stored'] : expect.stringMatching(/^(stored|duplicate)$/),
       );
-      const replica = (await clusterNodes(owner!.port)).find(
-        (node) => node.primaryId === owner?.id,
-      );
-      await ask(replica!.port, 'CLUSTER', 'FAILOVER');
+      await ask(replica.port, 'CLUSTER', 'FAILOVER');
       await waitFor(
-        `the replica on ${String(replica?.port)} serves slot ${String(slot)}, its old primary replicates it`,
+        `the replica on ${String(replica.port)} serves slot ${String(slot)}, its old primary replicates it`,
         async () => {
           const roles = await Promise.all(
-            [replica!.port, owner!.port].map((port) => ask(port, 'INFO', 'replication')),
+            [replica.port, owner.port].map((port) => ask(port, 'INFO', 'replication')),
           );
           return infoField(roles[0], 'role') === 'master' &&
             infoField(roles[1], 'role') === 'slave' &&
@@ -364,7 +363,7 @@ it.each([
       );
       // Answered by the old primary (a replica now): the store met the stale slot map.
       const movedCount = async () => {
-        const stat = infoField(await ask(owner!.port, 'INFO', 'errorstats'), 'errorstat_MOVED');
+        const stat = infoField(await ask(owner.port, 'INFO', 'errorstats'), 'errorstat_MOVED');
         return Number(/count=(\d+)/.exec(stat ?? '')?.[1] ?? 0);
       };
       const movedBefore = await movedCount();
