@@ -12,11 +12,7 @@ import { createReceiver, type ReceiverOptions, type WebSettings } from './receiv
 import { shutdown, type ShutdownStep } from './shutdown.js';
 import { packageVersion, reportStartup } from './startup-report.js';
 import { startTracing } from './telemetry/tracing.js';
-import {
-  runReceiverCluster,
-  SHUTDOWN_MESSAGE,
-  START_REFUSED_EXIT_CODE,
-} from './receiver/cluster.js';
+import { hearPrimary, runReceiverCluster, START_REFUSED_EXIT_CODE } from './receiver/cluster.js';
 import { StorageError } from './storage/storage-errors.js';
 import { createAudioStore } from './storage/create-audio-store.js';
 import { startWorkers } from './worker/start-workers.js';
@@ -35,6 +31,18 @@ import { EventDefinitionError } from './hooks/custom-events.js';
  * reads process.env or installs signal handlers.
  */
 async function main(): Promise<void> {
+  // A cluster's receiver process hears its primary before anything else: a stop asked while it
+  // starts is kept, and carried out once it is up.
+  const primary = {
+    asked: false,
+    onAsk: () => {
+      primary.asked = true;
+    },
+  };
+  if (cluster.isWorker)
+    hearPrimary(() => {
+      primary.onAsk();
+    });
   const dotenv = loadDotEnv();
   const config = loadConfig();
   const logger = createLogger(config.logLevel, undefined, config.logFormat);
@@ -51,12 +59,6 @@ async function main(): Promise<void> {
     return;
   }
   let shuttingDown = false;
-  // A cluster child: its primary asks by message (and may be asked before we are up).
-  let asked: NodeJS.Signals | 'primary' | undefined;
-  const askedEarly = (message: unknown) => {
-    if (message === SHUTDOWN_MESSAGE) asked = 'primary';
-  };
-  if (cluster.isWorker) process.on('message', askedEarly);
 
   // The fork's store (src/custom/store.ts) when there is one, else AUDIO_STORE's: the web side's
   // inspector reads the archive from it, the workers write to it.
@@ -130,13 +132,10 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  if (cluster.isWorker) {
-    process.off('message', askedEarly);
-    process.on('message', (message: unknown) => {
-      if (message === SHUTDOWN_MESSAGE) onSignal('primary');
-    });
-    if (asked !== undefined) onSignal(asked);
-  }
+  primary.onAsk = () => {
+    onSignal('primary');
+  };
+  if (primary.asked) onSignal('primary');
 }
 
 /** The receiver and its listeners: PORT's, and INTERNAL_PORT's when set. */

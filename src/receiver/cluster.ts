@@ -30,6 +30,25 @@ export const START_REFUSED_EXIT_CODE = 78;
 export const SHUTDOWN_MESSAGE = 'audio-webhooks:shutdown';
 
 /**
+ * What a receiver process tells its primary once it listens for messages. One sent to it before
+ * is lost (node:cluster keeps none for a process with no listener): a primary that is stopping
+ * asks again when it hears this, so a stop asked while the processes load still reaches each.
+ */
+export const HEARING_MESSAGE = 'audio-webhooks:hearing';
+
+/**
+ * In a receiver process: `onShutdown` runs each time its primary asks it to shut down; a primary
+ * that asked before this was called asks again on hearing HEARING_MESSAGE.
+ */
+export function hearPrimary(onShutdown: () => void): void {
+  const listener = (message: unknown) => {
+    if (message === SHUTDOWN_MESSAGE) onShutdown();
+  };
+  process.on('message', listener);
+  process.send?.(HEARING_MESSAGE);
+}
+
+/**
  * ROLE=web with WEB_CONCURRENCY > 1: this primary process serves nothing itself; it forks that
  * many receiver processes, which share the port (node:cluster hands them the connections), and:
  * - a process whose start is refused (START_REFUSED_EXIT_CODE: port taken, a setting…) stops
@@ -66,6 +85,9 @@ export function runReceiverCluster(
     // what happened. Unhandled, that 'error' would bring down the primary with a stack trace.
     worker.on('error', (error: Error) => {
       logger.debug({ pid: worker.process.pid, err: error }, 'receiver process unreachable');
+    });
+    worker.on('message', (message: unknown) => {
+      if (message === HEARING_MESSAGE && stopping) askToStop(worker);
     });
   };
   cluster.on('listening', (worker) => {
@@ -131,15 +153,18 @@ export function runReceiverCluster(
     stopping = true;
     for (const timer of pendingForks) clearTimeout(timer);
     pendingForks.clear();
-    for (const worker of started.keys()) {
-      if (worker.isConnected())
-        worker.send(SHUTDOWN_MESSAGE, (error: Error | null) => {
-          // Its channel closed on the way (it is exiting already): a signal still reaches it.
-          if (error) worker.process.kill('SIGTERM');
-        });
-      else worker.kill('SIGTERM');
-    }
+    for (const worker of started.keys()) askToStop(worker);
     if (started.size === 0) process.exit(exitCode);
+  }
+
+  /** Asks one process to shut down gracefully (once it hears: HEARING_MESSAGE asks again). */
+  function askToStop(worker: Worker) {
+    if (worker.isConnected())
+      worker.send(SHUTDOWN_MESSAGE, (error: Error | null) => {
+        // Its channel closed on the way (it is exiting already): a signal still reaches it.
+        if (error) worker.process.kill('SIGTERM');
+      });
+    else worker.kill('SIGTERM');
   }
 
   const onSignal = (signal: NodeJS.Signals) => {

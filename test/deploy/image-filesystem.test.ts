@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import { freePort } from '../../harness/private-redis';
 import { serviceSettings } from '../helpers/service-settings';
 import { spawnService } from '../helpers/spawn-service';
+import { withDeadline } from '../../src/util/deadline';
 
 // The Dockerfile, built without a container engine (none runs here, nor in CI): each stage's
 // instructions are carried out into a folder of its own standing for the stage's `/` — the build
@@ -29,6 +30,8 @@ import { spawnService } from '../helpers/spawn-service';
 
 const run = promisify(execFile);
 const root = join(__dirname, '..', '..');
+/** A bound that only says "it does not hang", given to each wait of a role's start and stop. */
+const HANG_MS = 60_000;
 const SECRET = `whsec_${randomUUID().replaceAll('-', '')}`;
 
 interface Instruction {
@@ -337,11 +340,15 @@ describe.each(['web', 'worker', 'all'] as const)('ROLE=%s from the image', (role
     const [program, ...args] = runtime.cmd ?? [];
     expect(program).toBe('node');
     const service = spawnService(env, { cwd: app, command: [process.execPath, ...args] });
-    await service.waitForLog('audio-webhooks started');
+    // Each wait is a hang bound named in its failure (ROLE=web starts a receiver per CPU: a stop
+    // asked while they still loaded once hung the primary, and only Jest's timeout said so).
+    await withDeadline(service.waitForLog('audio-webhooks started'), HANG_MS, 'the start');
 
     const ports = { web: [port], worker: [healthPort], all: [port, healthPort] }[role];
     for (const p of ports) {
-      const res = await fetch(`http://127.0.0.1:${String(p)}/healthz`);
+      const res = await fetch(`http://127.0.0.1:${String(p)}/healthz`, {
+        signal: AbortSignal.timeout(HANG_MS),
+      });
       expect({ port: p, status: res.status }).toEqual({ port: p, status: 200 });
     }
     const [checker, ...checkArgs] = runtime.healthcheck ?? [];
@@ -352,18 +359,18 @@ describe.each(['web', 'worker', 'all'] as const)('ROLE=%s from the image', (role
         // A hang bound: Node's start alone can take seconds on a busy machine.
         await run(process.execPath, checkArgs, {
           env: { PATH: process.env.PATH ?? '', ...env },
-          timeout: 60_000,
+          timeout: HANG_MS,
         });
         return 0;
       } catch (error: unknown) {
         const failed = error as { code?: unknown; killed?: boolean };
-        return failed.killed === true ? 'killed by its 60 s bound' : failed.code;
+        return failed.killed === true ? `killed by its ${String(HANG_MS)} ms bound` : failed.code;
       }
     };
     expect(await check()).toBe(0);
 
     service.child.kill('SIGTERM');
-    expect(await service.exited).toBe(0);
+    expect(await withDeadline(service.exited, HANG_MS, 'the graceful stop')).toBe(0);
     expect(await check()).toBe(1);
     // A hang bound, not a timing: two starts of Node and a graceful stop on a busy machine.
   }, 240_000);

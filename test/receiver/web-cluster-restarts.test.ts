@@ -108,3 +108,23 @@ it('killed at start-up again and again: the fifth early death in a row stops the
     }),
   );
 }, 60_000);
+
+it('SIGTERM while the receiver processes still load: each is asked once it hears, shuts down, and the primary exits 0', async () => {
+  const port = await freePort();
+  const service = startCluster(port);
+  // The primary has just forked them: they are loading their modules, not yet listening for its
+  // messages (a stop sent then was lost, and the primary waited for them for ever).
+  await withDeadline(
+    service.waitForLog('receiver processes starting (WEB_CONCURRENCY)'),
+    30_000,
+    'the primary forking',
+  );
+  service.child.kill('SIGTERM');
+  expect(await withDeadline(service.exited, 30_000, 'the graceful stop')).toBe(0);
+  const stopped = service.logs.filter(
+    (line) => line.msg === 'shutting down' && line.signal === 'primary',
+  );
+  expect(stopped).toHaveLength(2);
+  // Nothing holds the port.
+  await expect(post(port, 'key_after_early_stop')).rejects.toThrow();
+}, 60_000);
