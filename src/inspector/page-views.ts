@@ -230,6 +230,8 @@ export function detailPage(view: DetailView, readOnly: boolean, shown: ListView[
         <dd>${d.duplicates} time(s), each answered “duplicate”</dd>
         <dt>Job</dt>
         <dd>${job}</dd>
+        <dt>Trace</dt>
+        <dd class="id">${d.trace_id ?? '— (none recorded)'}</dd>
         ${
           view.failedReason === undefined
             ? ''

@@ -132,6 +132,14 @@ it('finds a delivery by id from the keyboard, shows its whole path, and fits 128
     ]);
     await expect(page.locator('pre').last().textContent()).resolves.toContain('"voice": "nova"');
     await expect(page.locator('pre').first().textContent()).resolves.toContain('"sha256"');
+    // The trace its forwards carry, as the API's detail gives it.
+    const detail = await page.evaluate<{ trace_id: string | null }>(
+      `fetch('/admin/api/deliveries/audio.ready/${handledId}').then((answer) => answer.json())`,
+    );
+    expect(detail.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    await expect(page.locator('dt:text-is("Trace") + dd').textContent()).resolves.toBe(
+      detail.trace_id,
+    );
     await page
       .getByRole('link', { name: /in the queue dashboard|[0-9a-f-]{36}/ })
       .first()
