@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { request } from 'undici';
+import { DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { S3Settings } from '../src/storage/s3/s3-audio-store.js';
 import type { LocalCdn } from '../harness/local-cdn.js';
 import { alternated, forkForAnswer, medianBy } from './lib.js';
@@ -139,18 +140,30 @@ export async function runDownloads(cdn: LocalCdn, files = 20, fileMb = 50, bigMb
  */
 export async function runS3Downloads(
   cdn: LocalCdn,
-  s3: { readonly settings: S3Settings; readonly env: Record<string, string> },
+  s3: {
+    readonly settings: S3Settings;
+    readonly env: Record<string, string>;
+    /** Empties the bucket after each run, outside its timing. */
+    readonly empty: () => Promise<void>;
+  },
   files = 8,
   fileMb = 50,
 ) {
   const urls = Array.from({ length: files }, (_, i) => `${cdn.origin}/dl/${fileMb}mb-${i}.mp3`);
   process.stderr.write(`downloads into S3: ${files} × ${fileMb} MB, then one 200 MB file\n`);
+  // The gateway keeps what it stores in memory: each run's files are deleted after it, or the
+  // nine runs on top of the end-to-end runs' objects fill it (a whole run stopped so, EPIPE).
+  const thenEmpty = async <T>(run: () => Promise<T>): Promise<T> => {
+    const result = await run();
+    await s3.empty();
+    return result;
+  };
   // Alternated, three rounds, each kind's median (one of each read 0.49 and 0.53 in two runs).
   const rounds = await alternated(
     {
-      ours: async () => (await runProbe(cdn, urls, false, 'worker', s3)).seconds,
-      plain: async () => (await runProbe(cdn, urls, false, 'plain', s3)).seconds,
-      curl: () => curlPutSeconds(s3, files, fileMb),
+      ours: () => thenEmpty(async () => (await runProbe(cdn, urls, false, 'worker', s3)).seconds),
+      plain: () => thenEmpty(async () => (await runProbe(cdn, urls, false, 'plain', s3)).seconds),
+      curl: () => thenEmpty(() => curlPutSeconds(s3, files, fileMb)),
     },
     [
       ['ours', 'plain', 'curl'],
@@ -233,4 +246,16 @@ function median(values: readonly (number | undefined)[]): number | undefined {
 
 function round(n: number): number {
   return Math.round(n * 10) / 10;
+}
+
+/** Deletes every object in `bucket`, a page of the listing at a time. */
+export async function emptyBucket(client: S3Client, bucket: string): Promise<void> {
+  for (;;) {
+    const page = await client.send(new ListObjectsV2Command({ Bucket: bucket }));
+    const keys = (page.Contents ?? []).flatMap((item) =>
+      item.Key === undefined ? [] : [{ Key: item.Key }],
+    );
+    if (keys.length === 0) return;
+    await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys } }));
+  }
 }

@@ -169,11 +169,11 @@ export async function runInspector(): Promise<InspectorResult> {
     const random = () => idOf(Math.floor(Math.random() * DELIVERIES));
     const byId = await timed(SAMPLES, async () => {
       const found = await inspector.search({ id: random(), limit: 50 });
-      if (found.records.length !== 1) throw new Error('bench: an id searched for was not found');
+      if (found.timelines.length !== 1) throw new Error('bench: an id searched for was not found');
     });
     const failed50 = await timed(SAMPLES, async () => {
       const found = await inspector.search({ state: 'failed', limit: 50 });
-      if (found.records.length !== 50) throw new Error('bench: fewer than 50 failed listed');
+      if (found.timelines.length !== 50) throw new Error('bench: fewer than 50 failed listed');
     });
     const detail = await timed(SAMPLES, async () => {
       if ((await inspector.detail('audio.ready', random())) === undefined)

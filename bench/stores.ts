@@ -7,7 +7,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { startCephGateway } from '../src/dev/ceph-gateway.js';
 import type { LocalCdn } from '../harness/local-cdn.js';
-import { runS3Downloads } from './downloads.js';
+import { emptyBucket, runS3Downloads } from './downloads.js';
 import {
   perSecond,
   runEndToEnd,
@@ -186,15 +186,17 @@ export async function runStores(
       naiveWorker: 's3-audio-only',
       ...inBucket('naive/', await newBucket()),
     });
+    const large = await newBucket();
     const s3Downloads = await runS3Downloads(cdn, {
       settings: {
-        s3Bucket: await newBucket(),
+        s3Bucket: large,
         s3Prefix: 'large/',
         s3Endpoint: gateway.endpoint,
         s3Region: 'us-east-1',
         s3ForcePathStyle: true,
       },
       env: gateway.env,
+      empty: () => emptyBucket(client, large),
     });
     const itemsPerSecond = {
       naive: perSecond(naive),

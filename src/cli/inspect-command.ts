@@ -48,8 +48,8 @@ export async function runInspect(
     forwarding: config,
   });
   try {
-    const { records } = await inspector.search({ id, event: flags.event, limit: 10 });
-    const [newest, ...others] = records;
+    const { timelines } = await inspector.search({ id, event: flags.event, limit: 10 });
+    const [newest, ...others] = timelines;
     if (newest === undefined) {
       const under = flags.event === undefined ? '' : ` under ${flags.event}`;
       throw new OperationalError(`no delivery of id ${JSON.stringify(id)}${under} is kept`);

@@ -93,8 +93,8 @@ export function answerAction(res: Response, result: ActionResult): void {
 export function inspectorApi(inspector: Inspector): Router {
   const router = Router();
   router.get(`${INSPECTOR_API}/deliveries`, async (req, res) => {
-    const { records, next } = await inspector.search(parseListQuery(req.query));
-    res.json({ deliveries: records.map((record) => record.summary), next_cursor: next });
+    const { timelines, next } = await inspector.search(parseListQuery(req.query));
+    res.json({ deliveries: timelines.map((timeline) => timeline.summary), next_cursor: next });
   });
   router.get(`${INSPECTOR_API}/deliveries/:event/:id`, async (req, res) => {
     const found = await inspector.detail(req.params.event, req.params.id);

@@ -25,7 +25,7 @@ export interface DeliverySources {
 /** A delivery found: its timeline (or one built from what else is kept) and its job. */
 export interface FoundDelivery {
   /** Its state is its job's while the job lasts: the worker's steps may lag behind it. */
-  readonly record: ReadTimeline;
+  readonly timeline: ReadTimeline;
   readonly jobId: string | undefined;
   readonly job: Job<DeliveryJobData> | undefined;
   /** The queue of its shard, where its job is and where a retry or replay of it goes. */
@@ -58,21 +58,21 @@ export async function findDelivery(
   // The worker writes `handled` before its job completes: a job found completed after the
   // timeline was read means the timeline read was older than that step, so it is read again
   // (a failure goes the other way, the job failed before its step: its state stands in).
-  const record =
+  const timeline =
     state === 'handled' && read !== undefined && read.summary.state !== 'handled'
       ? ((await readTimeline(redis, pair)) ?? read)
       : read;
-  if (record !== undefined) {
-    const summary = { ...record.summary, state: state ?? record.summary.state };
-    return { record: { ...record, summary }, jobId, job, queue };
+  if (timeline !== undefined) {
+    const summary = { ...timeline.summary, state: state ?? timeline.summary.state };
+    return { timeline: { ...timeline, summary }, jobId, job, queue };
   }
   if (job !== undefined && state !== undefined)
-    return { record: fromJob(event, id, job, state), jobId, job, queue };
+    return { timeline: fromJob(event, id, job, state), jobId, job, queue };
   if (mark === null) return undefined;
   const left = await redis.pttl(pair.mark);
   const age = left > 0 ? Math.max(0, sources.dedupeTtlSeconds * 1000 - left) : 0;
   return {
-    record: fromMark(event, id, mark, Date.now() - age),
+    timeline: fromMark(event, id, mark, Date.now() - age),
     jobId,
     job: undefined,
     queue,
@@ -88,7 +88,7 @@ export async function findById(
   const found = await Promise.all(events.map((event) => findDelivery(sources, event, id)));
   return found
     .filter((delivery): delivery is FoundDelivery => delivery !== undefined)
-    .sort((a, b) => b.record.score - a.record.score);
+    .sort((a, b) => b.timeline.score - a.timeline.score);
 }
 
 /** A timeline with no steps but those given, no re-sends and no forwards known. */
@@ -98,7 +98,7 @@ function bare(
   receivedMs: number,
   state: DeliveryState,
   attempts: number,
-  timeline: readonly TimelineStep[],
+  steps: readonly TimelineStep[],
 ): ReadTimeline {
   return {
     summary: {
@@ -111,7 +111,7 @@ function bare(
       forwards: {},
     },
     jobId: undefined,
-    timeline,
+    steps,
     forwards: [],
     stored: null,
     traceId: null,
@@ -149,8 +149,8 @@ function fromJob(
   if (state === 'active')
     timeline.push({ at: at(job.processedOn), step: 'attempt', detail: `attempt ${attempts}` });
   const traceId = job.data.traceparent?.slice(3, 35);
-  const record = bare(event, id, receivedMs, state, attempts, timeline);
-  return traceId === undefined ? record : { ...record, traceId };
+  const built = bare(event, id, receivedMs, state, attempts, timeline);
+  return traceId === undefined ? built : { ...built, traceId };
 }
 
 /**

@@ -146,12 +146,12 @@ export function createInspector(deps: InspectorDeps) {
   async function detail(event: string, id: string): Promise<DetailView | undefined> {
     const found = await findDelivery(sources, event, id);
     if (found === undefined) return undefined;
-    const { record, job, jobId, queue } = found;
+    const { timeline, job, jobId, queue } = found;
     const payload =
       payloadOfJob(job) ??
-      (await archived(event, id, record.summary.received_at).catch(() => undefined))?.delivery ??
+      (await archived(event, id, timeline.summary.received_at).catch(() => undefined))?.delivery ??
       null;
-    const names = record.forwards.map((f) => f.destination);
+    const names = timeline.forwards.map((f) => f.destination);
     const statuses =
       names.length === 0
         ? []
@@ -160,16 +160,16 @@ export function createInspector(deps: InspectorDeps) {
             .filter((status) => names.includes(status.name));
     return {
       api: {
-        ...record.summary,
+        ...timeline.summary,
         payload,
-        stored: record.stored,
-        trace_id: record.traceId,
-        timeline: record.timeline,
-        forwards: record.forwards,
+        stored: timeline.stored,
+        trace_id: timeline.traceId,
+        timeline: timeline.steps,
+        forwards: timeline.forwards,
       },
       jobId,
       boardQueue: boardQueueName(shards.indexOf(queue.opts.prefix ?? ''), shards.length),
-      failedReason: record.summary.state === 'failed' ? job?.failedReason : undefined,
+      failedReason: timeline.summary.state === 'failed' ? job?.failedReason : undefined,
       destinations: statuses,
     };
   }
@@ -183,9 +183,9 @@ export function createInspector(deps: InspectorDeps) {
       if (query.id !== undefined) {
         const events = query.event === undefined ? deps.events : [query.event];
         const found = (await findById(sources, query.id, events))
-          .map((delivery) => delivery.record)
-          .filter((record) => matches(record, query));
-        return { records: found.slice(0, query.limit), next: null };
+          .map((delivery) => delivery.timeline)
+          .filter((timeline) => matches(timeline, query));
+        return { timelines: found.slice(0, query.limit), next: null };
       }
       return await listTimelines(redis, shards, query);
     },

@@ -65,8 +65,8 @@ export function inspectorPages(
       sendPage(res, listPage({ ...view, notice: { kind: 'problem', text: error.detail } }), 400);
       return;
     }
-    const { records, next } = await inspector.search(query);
-    const deliveries = records.map((r) => r.summary);
+    const { timelines, next } = await inspector.search(query);
+    const deliveries = timelines.map((timeline) => timeline.summary);
     sendPage(
       res,
       listPage({ query, deliveries, next, events, destinations, readOnly, notice: shown(req) }),

@@ -41,7 +41,8 @@ export interface ForwardPart {
 export interface ReadTimeline {
   readonly summary: DeliverySummary;
   readonly jobId: string | undefined;
-  readonly timeline: readonly TimelineStep[];
+  /** Its steps, oldest first: the API's `timeline`. */
+  readonly steps: readonly TimelineStep[];
   readonly forwards: readonly ForwardPart[];
   /** What handling stored (the last `stored` step's), or null. */
   readonly stored: unknown;
@@ -90,7 +91,7 @@ export function parseTimeline(raw: string | null, member: string): ReadTimeline 
       detail: String(list[i + 2]),
     });
   }
-  const timeline = steps.map((step) => ({
+  const shown = steps.map((step) => ({
     at: new Date(step.at).toISOString(),
     step: nameOf<TimelineStep['step']>(STEP_NAMES, step.code, 'unknown'),
     detail: worded(step.code, step.detail, names),
@@ -121,7 +122,7 @@ export function parseTimeline(raw: string | null, member: string): ReadTimeline 
       forwards: Object.fromEntries(forwards.map((f) => [f.destination, f.state])),
     },
     jobId: replayed?.detail,
-    timeline,
+    steps: shown,
     forwards,
     stored: stored === undefined ? null : parseJson(stored.detail),
     traceId: traceIdOf(arrival?.detail),

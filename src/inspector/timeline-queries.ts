@@ -155,10 +155,10 @@ export async function listTimelines(
   redis: RedisConnection,
   prefixes: readonly string[],
   query: ListQuery,
-): Promise<{ records: ReadTimeline[]; next: string | null }> {
+): Promise<{ timelines: ReadTimeline[]; next: string | null }> {
   const shards = prefixes.map((prefix) => shardEntries(redis, prefix, query));
   const heads = await Promise.all(shards.map(async (shard) => (await shard.next()).value));
-  const records: ReadTimeline[] = [];
+  const timelines: ReadTimeline[] = [];
   let last: Indexed | undefined;
   try {
     for (let read = 0; read < SCAN_BUDGET; read++) {
@@ -169,31 +169,31 @@ export async function listTimelines(
       });
       const entry = heads[at];
       const shard = shards[at];
-      if (entry === undefined || shard === undefined) return { records, next: null };
+      if (entry === undefined || shard === undefined) return { timelines, next: null };
       last = entry;
       heads[at] = (await shard.next()).value;
-      const record = parseTimeline(entry.raw, entry.member);
-      if (record === undefined || !matches(record, query)) continue;
-      records.push(record);
-      if (records.length === query.limit)
-        return { records, next: encodeCursor(entry.score, entry.member) };
+      const timeline = parseTimeline(entry.raw, entry.member);
+      if (timeline === undefined || !matches(timeline, query)) continue;
+      timelines.push(timeline);
+      if (timelines.length === query.limit)
+        return { timelines, next: encodeCursor(entry.score, entry.member) };
     }
-    return { records, next: last === undefined ? null : encodeCursor(last.score, last.member) };
+    return { timelines, next: last === undefined ? null : encodeCursor(last.score, last.member) };
   } finally {
     await Promise.all(shards.map((shard) => shard.return(undefined)));
   }
 }
 
 /** Whether a timeline is one the query asks for: every field given narrows it. */
-export function matches(record: ReadTimeline, query: ListQuery): boolean {
-  const { summary } = record;
+export function matches(timeline: ReadTimeline, query: ListQuery): boolean {
+  const { summary } = timeline;
   if (query.event !== undefined && summary.event !== query.event) return false;
   if (query.state !== undefined && summary.state !== query.state) return false;
   // Own names only: `in` would find `constructor` or `toString` in every timeline.
   if (query.destination !== undefined && !Object.hasOwn(summary.forwards, query.destination))
     return false;
-  if (query.since !== undefined && record.score < query.since) return false;
-  if (query.until !== undefined && record.score > query.until) return false;
+  if (query.since !== undefined && timeline.score < query.since) return false;
+  if (query.until !== undefined && timeline.score > query.until) return false;
   return true;
 }
 

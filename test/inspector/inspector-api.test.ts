@@ -166,8 +166,8 @@ it('a delivery read while its job completes: its `handled` step is there, not a 
     id,
   );
   expect(staged).toBe(true);
-  expect(found?.record.summary.state).toBe('handled');
-  expect(found?.record.timeline.map((step) => step.step)).toContain('handled');
+  expect(found?.timeline.summary.state).toBe('handled');
+  expect(found?.timeline.steps.map((step) => step.step)).toContain('handled');
 });
 
 it('a failed delivery: each failed attempt with its reason, listed as failed, retried, then handled', async () => {

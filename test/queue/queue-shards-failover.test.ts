@@ -1,24 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { request } from 'undici';
 import { deliveryKeys } from '../../src/queue/delivery-keys';
-import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { withDeadline } from '../../src/util/deadline';
-import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
-import { freePort } from '../../harness/private-redis';
+import { ask, clusterNodes, infoField, ownerOf, waitFor } from '../helpers/servers/private-cluster';
 import {
-  ask,
-  clusterNodes,
-  infoField,
-  ownerOf,
-  startPrivateCluster,
-  waitFor,
-  type PrivateCluster,
-} from '../helpers/servers/private-cluster';
-import { spawnService } from '../helpers/spawn-service';
-import { signed, TEST_SECRET } from '../helpers/test-receiver';
+  HANG_MS,
+  killAndAwaitPromotion,
+  sendAsProvider,
+  startOnCluster,
+  useFailoverCluster,
+} from '../helpers/servers/cluster-failover';
+import { signed } from '../helpers/test-receiver';
 import calculateSlot from 'cluster-key-slot';
 
 // QUEUE_SHARDS=6 with REDIS_WAIT_REPLICAS=1 on a Cluster of three primaries, each with a
@@ -32,21 +24,7 @@ const SEND_EVERY_MS = 40;
 /** Acknowledged deliveries before the kill, and after the promotion in the killed one's shards. */
 const BEFORE = 60;
 const AFTER = 30;
-/** A bound that only says "it does not hang", given to each wait with a message of its own. */
-const HANG_MS = 30_000;
-
-let cluster: PrivateCluster;
-let cdn: LocalCdn;
-
-beforeAll(async () => {
-  cdn = await startLocalCdn();
-  cdn.fallback(audio(Buffer.from('sharded failover audio')));
-  cluster = await startPrivateCluster({ primaries: 3, replicas: 1, nodeTimeoutMs: 1_000 });
-}, 60_000);
-afterAll(async () => {
-  await cdn.close();
-  await cluster.stop();
-});
+const bed = useFailoverCluster();
 
 /** POSTs a delivery; its status and body (`duplicate` tells a re-send). */
 async function post(port: number, body: unknown) {
@@ -60,11 +38,15 @@ async function post(port: number, body: unknown) {
   return { status: answer.statusCode, duplicate: text.includes('"duplicate":true') };
 }
 
+// The test's bound (470 s) is past the sum of its waits (HANG_MS each: the start, before the
+// kill, the promotion, the restart, after it, the handling, the re-sends), so the wait that gives
+// up is the one named in the failure.
 it('a primary SIGKILLed under load with REDIS_WAIT_REPLICAS=1: every 2xx is handled, every re-send a duplicate', async () => {
   const prefix = `{aw-${randomUUID().slice(0, 8)}}`;
   const layout = deliveryKeys(prefix, 6);
   // The primary that holds shard 1, and its replica.
   const slot = calculateSlot(`${layout.prefixes[1] ?? ''}:deliveries:wait`);
+  const cluster = bed.cluster();
   const nodes = await clusterNodes(cluster.nodes[0]!.port);
   const owner = ownerOf(nodes, slot);
   const primary = cluster.nodes.find((node) => node.port === owner?.port);
@@ -80,90 +62,33 @@ it('a primary SIGKILLed under load with REDIS_WAIT_REPLICAS=1: every 2xx is hand
     .filter(({ slot: each }) => ownerOf(nodes, each)?.port === primary.port)
     .map(({ shard }) => shard);
 
-  const audioDir = mkdtempSync(join(tmpdir(), 'aw-shards-failover-'));
-  const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
-  writeFileSync(caFile, cdn.ca);
-  const common = {
-    WEBHOOK_SECRETS: TEST_SECRET,
-    REDIS_CLUSTER_NODES: cluster.seeds,
-    QUEUE_PREFIX: prefix,
-    QUEUE_SHARDS: '6',
-  };
-  const port = await freePort();
-  const receiver = spawnService({
-    ...common,
-    ROLE: 'web',
-    WEB_CONCURRENCY: '1',
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    REDIS_WAIT_REPLICAS: '1',
-    // Two CPU-bound neighbours can hold a replica's acknowledgement past the default.
-    REDIS_WAIT_TIMEOUT_MS: '2000',
+  const {
+    ports: [port = 0],
+    receivers,
+    handled,
+  } = await startOnCluster(cluster, bed.cdn(), {
+    settings: { QUEUE_PREFIX: prefix, QUEUE_SHARDS: '6' },
+    receiverSettings: {
+      REDIS_WAIT_REPLICAS: '1',
+      // Two CPU-bound neighbours can hold a replica's acknowledgement past the default.
+      REDIS_WAIT_TIMEOUT_MS: '2000',
+    },
   });
-  const worker = spawnService({
-    ...common,
-    ROLE: 'worker',
-    AUDIO_DIR: audioDir,
-    CDN_URL: cdn.origin,
-    DOWNLOAD_ALLOW_PRIVATE_IPS: 'true',
-    NODE_EXTRA_CA_CERTS: caFile,
-    // A job whose worker lost its lock in the failover is taken over within seconds.
-    WORKER_LOCK_MS: '2000',
+  const senders = sendAsProvider({
+    ports: [port],
+    count: SENDERS,
+    everyMs: SEND_EVERY_MS,
+    idPrefix: 'sf-',
+    cdnOrigin: bed.cdn().origin,
   });
-  await withDeadline(
-    Promise.all(
-      [receiver, worker].map(async (service) => {
-        await service.waitForLog('audio-webhooks started');
-        await service.waitForLog('Redis connected');
-      }),
-    ),
-    HANG_MS,
-    'the receiver and the worker started and connected to the Cluster',
-  );
-
-  /** Each delivery answered 2xx, by id, with when it was sent. */
-  const acknowledged = new Map<string, number>();
-  const bodies = new Map<string, unknown>();
-  const handled = (id: string) => existsSync(join(audioDir, `${id}.json`));
-  const refused = new Map<number, number>();
-  let next = 0;
-  let stopping = false;
-  const stopped = () => stopping;
-  const senders = Array.from({ length: SENDERS }, async () => {
-    while (!stopped()) {
-      const id = `sf-${String(next++)}`;
-      const body = sampleDelivery('audio.ready', { id, cdnOrigin: cdn.origin });
-      bodies.set(id, body);
-      // As the provider does: the same delivery again until it is answered 2xx.
-      for (let acked = false; !acked && !stopped();) {
-        const started = Date.now();
-        const { status } = await withDeadline(post(port, body), HANG_MS, `a POST of ${id}`);
-        acked = status >= 200 && status < 300;
-        if (acked) acknowledged.set(id, started);
-        else refused.set(status, (refused.get(status) ?? 0) + 1);
-        const pause = SEND_EVERY_MS - (Date.now() - started);
-        if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
-      }
-    }
-  });
-  const sending = Promise.all(senders);
-  sending.catch(() => undefined);
+  const { acknowledged, refused, bodies } = senders;
   try {
     await waitFor(
       () => `${BEFORE} deliveries acknowledged before the kill (${acknowledged.size} so far)`,
       () => Promise.resolve(acknowledged.size >= BEFORE ? true : undefined),
       { timeoutMs: HANG_MS },
     );
-    await primary.stop();
-    await waitFor(
-      `the replica on ${replicaPort} promoted to serve slot ${slot}, cluster_state:ok`,
-      async () => {
-        const seen = await clusterNodes(survivor.port);
-        const state = infoField(await ask(survivor.port, 'CLUSTER', 'INFO'), 'cluster_state');
-        return ownerOf(seen, slot)?.port === replicaPort && state === 'ok' ? true : undefined;
-      },
-      { timeoutMs: HANG_MS, everyMs: 50 },
-    );
+    await killAndAwaitPromotion(primary, { replicaPort, survivorPort: survivor.port, slot });
     // With its only replica promoted, the shard has none to acknowledge a write: its deliveries
     // are answered 503 until a replica is back. The killed server restarts (as its pod would),
     // rejoins by its nodes.conf, and becomes the new primary's replica.
@@ -182,8 +107,8 @@ it('a primary SIGKILLed under load with REDIS_WAIT_REPLICAS=1: every 2xx is hand
     );
     const promotedAt = Date.now();
     const inKilledShards = () =>
-      [...acknowledged].filter(
-        ([id, sentAt]) =>
+      [...acknowledged.values()].filter(
+        ({ id, sentAt }) =>
           sentAt >= promotedAt && killedShards.includes(layout.placeOf('audio.ready', id).shard),
       ).length;
     await waitFor(
@@ -191,13 +116,12 @@ it('a primary SIGKILLed under load with REDIS_WAIT_REPLICAS=1: every 2xx is hand
         `${AFTER} deliveries of the killed primary's shards acknowledged after its return ` +
         `(${inKilledShards()} so far; answers other than 2xx ${JSON.stringify(Object.fromEntries(refused))}; ` +
         `the receiver's last warnings: ${JSON.stringify(
-          receiver.logs.slice(-4).map((line) => JSON.stringify(line).slice(0, 400)),
+          (receivers[0]?.logs ?? []).slice(-4).map((line) => JSON.stringify(line).slice(0, 400)),
         )})`,
       () => Promise.resolve(inKilledShards() >= AFTER ? true : undefined),
       { timeoutMs: HANG_MS },
     );
-    stopping = true;
-    await sending;
+    await senders.stop();
 
     // Every delivery answered 2xx is handled: none was lost with the primary.
     const ids = [...acknowledged.keys()];
@@ -229,6 +153,6 @@ it('a primary SIGKILLed under load with REDIS_WAIT_REPLICAS=1: every 2xx is hand
     );
     expect(ids.filter((id) => again.get(id) !== true)).toEqual([]);
   } finally {
-    stopping = true;
+    await senders.stop().catch(() => undefined);
   }
-}, 150_000);
+}, 470_000);

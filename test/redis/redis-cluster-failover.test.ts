@@ -1,28 +1,19 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { createDeliveryQueues, DELIVERY_QUEUE } from '../../src/queue/delivery-queue';
 import { createWebRedis } from '../../src/redis/connections';
 import { createQueueDelivery } from '../../src/receiver/enqueue-delivery';
-import { withDeadline } from '../../src/util/deadline';
-import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
-import { postSigned } from '../helpers/forward-test-bed';
-import { audio, startLocalCdn, type LocalCdn } from '../../harness/local-cdn';
+import { ask, failoverTarget, infoField, waitFor } from '../helpers/servers/private-cluster';
 import {
-  ask,
-  clusterNodes,
-  failoverTarget,
-  infoField,
-  ownerOf,
-  startPrivateCluster,
-  waitFor,
-  type PrivateCluster,
-} from '../helpers/servers/private-cluster';
-import { freePort } from '../../harness/private-redis';
-import { downloadsFrom, serviceSettings, webOn } from '../helpers/service-settings';
-import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
+  HANG_MS,
+  killAndAwaitPromotion,
+  sendAsProvider,
+  startOnCluster,
+  useFailoverCluster,
+  type Acknowledged,
+} from '../helpers/servers/cluster-failover';
 
 // Issue #50: a Redis Cluster primary lost. Three primaries with a replica each; the service runs
 // as production runs it (two receiver processes, two worker processes, all on the Cluster);
@@ -33,8 +24,6 @@ const SEND_EVERY_MS = 40;
 /** Acknowledged deliveries before the kill, and after the promotion. */
 const BEFORE = 150;
 const AFTER = 150;
-/** A bound that only says "it does not hang", given to each wait with a message of its own. */
-const HANG_MS = 60_000;
 /** Bounds of the short waits: the replica's catch-up, and the log lines behind their files. */
 const SHORT_MS = 10_000;
 // The test's own bound (470 s, a number literal where it is given) is past the sum of its waits'
@@ -42,107 +31,38 @@ const SHORT_MS = 10_000;
 // the drain: HANG_MS each; two SHORT_MS), so the wait that gives up is the one named in the
 // failure, not Jest's timeout.
 
-let cluster: PrivateCluster;
-let cdn: LocalCdn;
-
-beforeAll(async () => {
-  cdn = await startLocalCdn();
-  cdn.fallback(audio(Buffer.from('failover audio')));
-  cluster = await startPrivateCluster({ primaries: 3, replicas: 1, nodeTimeoutMs: 1_000 });
-}, 60_000);
-afterAll(async () => {
-  await cdn.close();
-  await cluster.stop();
-});
-
-/** One delivery as the provider sends it: the same id again after any answer but a 2xx. */
-interface Sent {
-  readonly id: string;
-  /** When the attempt that was answered 2xx was sent, and when its answer came. */
-  sentAt: number;
-  ackedAt: number;
-  port: number;
-}
+const bed = useFailoverCluster();
 
 const time = (line: Record<string, unknown>) => Number(line.time);
 
 it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx again, workers go on, and what was acknowledged is handled once', async () => {
+  const cluster = bed.cluster();
   const target = await failoverTarget(cluster);
   const { prefix, slot } = target;
   const primary = cluster.nodes.find((node) => node.port === target.owner.port)!;
   const replica = cluster.nodes.find((node) => node.port === target.replica.port)!;
   const survivor = cluster.nodes.find((node) => node.port === target.survivor.port)!;
 
-  const audioDir = mkdtempSync(join(tmpdir(), 'aw-cluster-failover-'));
-  const caFile = join(mkdtempSync(join(tmpdir(), 'aw-ca-')), 'ca.pem');
-  writeFileSync(caFile, cdn.ca);
-  const common = serviceSettings({
-    REDIS_CLUSTER_NODES: cluster.seeds,
-    // The Cluster's nodes are the seeds; only credentials would come from here, and it has none.
-    REDIS_URL: 'redis://127.0.0.1:1',
-    QUEUE_PREFIX: prefix,
+  const { ports, workers, audioDir, handled } = await startOnCluster(cluster, bed.cdn(), {
+    receivers: 2,
+    workers: 2,
+    settings: { QUEUE_PREFIX: prefix },
   });
-  const ports = [await freePort(), await freePort()];
-  const receivers = ports.map((port) => spawnService({ ...common, ...webOn(port) }));
-  const workers = [0, 1].map(() =>
-    spawnService({
-      ...common,
-      ROLE: 'worker',
-      AUDIO_DIR: audioDir,
-      ...downloadsFrom(cdn.origin),
-      NODE_EXTRA_CA_CERTS: caFile,
-      // A job whose worker lost its lock in the failover is taken over within seconds.
-      WORKER_LOCK_MS: '2000',
-    }),
-  );
-  const services: ServiceProcess[] = [...receivers, ...workers];
-  await withDeadline(
-    Promise.all(
-      services.map(async (service) => {
-        await service.waitForLog('audio-webhooks started');
-        await service.waitForLog('Redis connected');
-      }),
-    ),
-    HANG_MS,
-    'every receiver and worker started and connected to the Cluster',
-  );
   // The test's own view of the queue, for the drain at the end.
   const probe = new Cluster([{ host: '127.0.0.1', port: survivor.port }], {
     redisOptions: { maxRetriesPerRequest: null },
   });
   const queue = new Queue(DELIVERY_QUEUE, { connection: probe, prefix });
 
-  const acknowledged = new Map<string, Sent>();
-  const handled = (id: string) => existsSync(join(audioDir, `${id}.json`));
-  /** Answers other than 2xx, by status. */
-  const refused = new Map<number, number>();
-  let next = 0;
-  let stopping = false;
+  const senders = sendAsProvider({
+    ports,
+    count: SENDERS,
+    everyMs: SEND_EVERY_MS,
+    idPrefix: 'fo-',
+    cdnOrigin: bed.cdn().origin,
+  });
+  const { acknowledged, refused } = senders;
   try {
-    // Set from outside the senders' loops: read through a call, which TypeScript never narrows.
-    const stopped = () => stopping;
-    const senders = Array.from({ length: SENDERS }, async (_unused, sender) => {
-      let attempt = sender;
-      while (!stopped()) {
-        const id = `fo-${String(next++)}`;
-        const body = sampleDelivery('audio.ready', { id, cdnOrigin: cdn.origin });
-        let acked = false;
-        // As the provider does: the same delivery again until it is answered 2xx.
-        while (!acked && !stopped()) {
-          const started = Date.now();
-          const port = ports[attempt++ % ports.length]!;
-          const status = await withDeadline(postSigned(port, body), HANG_MS, `a POST to ${port}`);
-          acked = status >= 200 && status < 300;
-          if (acked) acknowledged.set(id, { id, sentAt: started, ackedAt: Date.now(), port });
-          else refused.set(status, (refused.get(status) ?? 0) + 1);
-          const pause = SEND_EVERY_MS - (Date.now() - started);
-          if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
-        }
-      }
-    });
-    const sending = Promise.all(senders);
-    sending.catch(() => undefined);
-
     await waitFor(
       `${BEFORE} deliveries acknowledged and some handled before the kill`,
       () =>
@@ -169,17 +89,11 @@ it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx
       { timeoutMs: SHORT_MS, everyMs: 10 },
     );
     const killedAt = Date.now();
-    await primary.stop();
-
-    await waitFor(
-      `the replica on ${replica.port} promoted to serve slot ${slot}, cluster_state:ok`,
-      async () => {
-        const seen = await clusterNodes(survivor.port);
-        const state = infoField(await ask(survivor.port, 'CLUSTER', 'INFO'), 'cluster_state');
-        return ownerOf(seen, slot)?.port === replica.port && state === 'ok' ? true : undefined;
-      },
-      { timeoutMs: HANG_MS, everyMs: 50 },
-    );
+    await killAndAwaitPromotion(primary, {
+      replicaPort: replica.port,
+      survivorPort: survivor.port,
+      slot,
+    });
     const promotedAt = Date.now();
 
     // (a) Each receiver answers 2xx again: a delivery sent to it after the promotion.
@@ -196,9 +110,7 @@ it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx
         ),
       { timeoutMs: HANG_MS },
     );
-    stopping = true;
-    // Each sender's last POST is bounded by HANG_MS (a POST that hangs fails with its port).
-    await sending;
+    await senders.stop();
 
     const all = [...acknowledged.values()];
     const early = all.filter((sent) => sent.ackedAt < syncedAt);
@@ -252,9 +164,10 @@ it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx
       { timeoutMs: SHORT_MS },
     );
     const twice = all.filter(
-      (sent) => (downloads.get(sent.id) ?? 0) > 1 || (cdn.hits.get(`/${sent.id}.mp3`) ?? 0) > 1,
+      (sent) =>
+        (downloads.get(sent.id) ?? 0) > 1 || (bed.cdn().hits.get(`/${sent.id}.mp3`) ?? 0) > 1,
     );
-    const stored = (sent: Sent) =>
+    const stored = (sent: Acknowledged) =>
       handled(sent.id) &&
       (JSON.parse(readFileSync(join(audioDir, `${sent.id}.json`), 'utf8')) as { id: string }).id ===
         sent.id;
@@ -284,7 +197,7 @@ it('a primary SIGKILLed under load: its replica takes over, receivers answer 2xx
     expect(twice.map((s) => s.id)).toEqual([]);
     expect(drained.failed).toBe(0);
   } finally {
-    stopping = true;
+    await senders.stop().catch(() => undefined);
     await queue.close().catch(() => undefined);
     probe.disconnect();
   }
@@ -310,7 +223,10 @@ it.each([
   async (_name, redisWaitReplicas, tries) => {
     // The first test stopped a primary: this one's slot, and its seeds, are live nodes'; and each
     // case fails over a shard of its own.
-    const { prefix, slot, owner, replica, survivor } = await failoverTarget(cluster, failedOver);
+    const { prefix, slot, owner, replica, survivor } = await failoverTarget(
+      bed.cluster(),
+      failedOver,
+    );
     failedOver.add(owner.id).add(replica.id);
     const config = {
       redisUrl: 'redis://127.0.0.1:6379',

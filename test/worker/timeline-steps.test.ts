@@ -101,7 +101,7 @@ const STORED: AudioMetadata = {
   job_id: '1',
 };
 const stepsOf = async (id: string) =>
-  (await readTimeline(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id)))?.timeline.map(
+  (await readTimeline(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id)))?.steps.map(
     (s) => s.step,
   );
 
@@ -120,8 +120,8 @@ it('an attempt that ends within the delay: its attempt, stored and handled steps
   const record = await readTimeline(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
   expect(record?.summary.state).toBe('handled');
   expect(record?.summary.attempts).toBe(1);
-  expect(record?.timeline.map((s) => s.step)).toEqual(['attempt', 'stored', 'handled']);
-  const at = record?.timeline.map((s) => Date.parse(s.at)) ?? [];
+  expect(record?.steps.map((s) => s.step)).toEqual(['attempt', 'stored', 'handled']);
+  const at = record?.steps.map((s) => Date.parse(s.at)) ?? [];
   expect(at[0]).toBeGreaterThanOrEqual(started);
   expect([...at].sort((a, b) => a - b)).toEqual(at);
   expect(record?.stored).toMatchObject({ key: 'a.mp3', sha256: 'ab' });
@@ -140,9 +140,9 @@ it('an attempt still running after the delay is shown active, its step at the ti
   const running = await readTimeline(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
   expect(running?.summary.state).toBe('active');
   expect(running?.summary.attempts).toBe(1);
-  expect(running?.timeline.map((s) => s.step)).toEqual(['attempt']);
+  expect(running?.steps.map((s) => s.step)).toEqual(['attempt']);
   // Noted when the attempt began, not when the delay let it be written.
-  expect(Date.parse(running?.timeline[0]?.at ?? '') - began).toBeLessThan(DELAY_MS);
+  expect(Date.parse(running?.steps[0]?.at ?? '') - began).toBeLessThan(DELAY_MS);
 
   recorder.stored(job, delivery, STORED);
   await recorder.handled(job, delivery);
@@ -159,7 +159,7 @@ it('a run that throws: what it noted is written when it ends, before the failure
   recorder.failed(job, 'the CDN answered 503', false);
   await Promise.all(writes);
   const record = await readTimeline(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
-  expect(record?.timeline.map((s) => s.step)).toEqual(['attempt', 'attempt_failed']);
+  expect(record?.steps.map((s) => s.step)).toEqual(['attempt', 'attempt_failed']);
   // Queued again for its retry, not left active by the attempt's step written last.
   expect(record?.summary.state).toBe('queued');
 });
@@ -175,7 +175,7 @@ it('with destinations, stored is written at once (before their steps), the attem
   expect((await scripts()) - before).toBe(1);
   const record = await readTimeline(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
   expect(record?.summary.state).toBe('active');
-  expect(record?.timeline.map((s) => s.step)).toEqual(['attempt', 'stored']);
+  expect(record?.steps.map((s) => s.step)).toEqual(['attempt', 'stored']);
   await recorder.handled(job, delivery);
   recorder.ended(job);
   expect(await stepsOf(id)).toEqual(['attempt', 'stored', 'handled']);
@@ -193,7 +193,7 @@ it('a run taken over from a worker that stopped: its cut-off attempt and its own
   const record = await readTimeline(redis, deliveryKeys(PREFIX).placeOf('audio.ready', id));
   expect(record?.summary.state).toBe('active');
   expect(record?.summary.attempts).toBe(2);
-  expect(record?.timeline.map((s) => s.step)).toEqual(['attempt_failed', 'attempt']);
-  expect(record?.timeline[0]?.detail).toMatch(/attempt 1 never ended/);
+  expect(record?.steps.map((s) => s.step)).toEqual(['attempt_failed', 'attempt']);
+  expect(record?.steps[0]?.detail).toMatch(/attempt 1 never ended/);
   recorder.ended(job);
 });
