@@ -33,16 +33,7 @@ import { EventDefinitionError } from './hooks/custom-events.js';
 async function main(): Promise<void> {
   // A cluster's receiver process hears its primary before anything else: a stop asked while it
   // starts is kept, and carried out once it is up.
-  const primary = {
-    asked: false,
-    onAsk: () => {
-      primary.asked = true;
-    },
-  };
-  if (cluster.isWorker)
-    hearPrimary(() => {
-      primary.onAsk();
-    });
+  const onPrimaryAsked = cluster.isWorker ? hearPrimary() : undefined;
   const dotenv = loadDotEnv();
   const config = loadConfig();
   const logger = createLogger(config.logLevel, undefined, config.logFormat);
@@ -132,10 +123,9 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  primary.onAsk = () => {
+  onPrimaryAsked?.(() => {
     onSignal('primary');
-  };
-  if (primary.asked) onSignal('primary');
+  });
 }
 
 /** The receiver and its listeners: PORT's, and INTERNAL_PORT's when set. */

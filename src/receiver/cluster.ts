@@ -37,15 +37,23 @@ export const SHUTDOWN_MESSAGE = 'audio-webhooks:shutdown';
 export const HEARING_MESSAGE = 'audio-webhooks:hearing';
 
 /**
- * In a receiver process: `onShutdown` runs each time its primary asks it to shut down; a primary
- * that asked before this was called asks again on hearing HEARING_MESSAGE.
+ * In a receiver process, first thing at start: listens for its primary's asks to shut down and
+ * says so (HEARING_MESSAGE). Returns `onAsked(handler)`, for once the process is up: `handler`
+ * runs at once if the primary asked meanwhile, and at each ask after.
  */
-export function hearPrimary(onShutdown: () => void): void {
-  const listener = (message: unknown) => {
-    if (message === SHUTDOWN_MESSAGE) onShutdown();
-  };
-  process.on('message', listener);
+export function hearPrimary(): (handler: () => void) => void {
+  let asked = false;
+  let handler: (() => void) | undefined;
+  process.on('message', (message: unknown) => {
+    if (message !== SHUTDOWN_MESSAGE) return;
+    asked = true;
+    handler?.();
+  });
   process.send?.(HEARING_MESSAGE);
+  return (run) => {
+    handler = run;
+    if (asked) run();
+  };
 }
 
 /**
