@@ -5,8 +5,9 @@ import { Cluster } from 'ioredis';
 import { createDeliveryQueues, DELIVERY_QUEUE } from '../../src/queue/delivery-queue';
 import { createWebRedis } from '../../src/redis/connections';
 import { createQueueDelivery } from '../../src/receiver/enqueue-delivery';
-import { ask, failoverTarget, infoField, waitFor } from '../helpers/servers/private-cluster';
+import { ask, infoField, waitFor } from '../helpers/servers/private-cluster';
 import {
+  failoverTarget,
   HANG_MS,
   killAndAwaitPromotion,
   sendAsProvider,
