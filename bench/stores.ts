@@ -151,22 +151,30 @@ export async function runStores(
     // from one whole run to the next.
     // At the sweep's WORKER_CONCURRENCY, with the gateway's requests from the first POST until
     // the last job settled, per stored item.
-    const s3Run = async (options: EndToEndOptions): Promise<S3Run> => {
+    // Each run's objects are deleted after it, outside its timing: the gateway keeps them in RAM
+    // (memstore), and a run into a gateway its neighbours filled was slower (performance-history).
+    const s3Run = async (
+      bucket: string,
+      options: (bucket: string) => EndToEndOptions,
+    ): Promise<S3Run> => {
       const before = await gatewayRequests(gateway.dir);
       let requests = NaN;
       const result = await runEndToEnd(redisUrl, cdn, {
-        ...options,
+        ...options(bucket),
         workerConcurrency: s3Concurrency.best,
         settledWhen: async () => {
           requests = (await gatewayRequests(gateway.dir)) - before;
         },
       });
+      await emptyBucket(client, bucket);
       return { ...result, gatewayRequestsPerItem: round2(requests / result.audioFiles) };
     };
     const s3Runs = {
-      naiveS3: async () => s3Run({ naiveWorker: 's3', ...inBucket('naive/', await newBucket()) }),
-      s3: async () => s3Run(inBucket('e2e/', await newBucket())),
-      s3NoArchive: async () => s3Run(inBucket('e2e/', await newBucket(), NO_ARCHIVE)),
+      naiveS3: async () =>
+        s3Run(await newBucket(), (into) => ({ naiveWorker: 's3', ...inBucket('naive/', into) })),
+      s3: async () => s3Run(await newBucket(), (into) => inBucket('e2e/', into)),
+      s3NoArchive: async () =>
+        s3Run(await newBucket(), (into) => inBucket('e2e/', into, NO_ARCHIVE)),
     };
     const s3Rounds = await inRounds(
       s3Runs,
@@ -182,10 +190,10 @@ export async function runStores(
     const s3NoArchive = medianRun(s3Rounds.s3NoArchive);
     process.stderr.write('stores: the naive S3 worker writing the audio alone (information)\n');
     await fresh();
-    const naiveS3AudioOnly = await s3Run({
+    const naiveS3AudioOnly = await s3Run(await newBucket(), (into) => ({
       naiveWorker: 's3-audio-only',
-      ...inBucket('naive/', await newBucket()),
-    });
+      ...inBucket('naive/', into),
+    }));
     const large = await newBucket();
     const s3Downloads = await runS3Downloads(cdn, {
       settings: {

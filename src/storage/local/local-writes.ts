@@ -1,4 +1,4 @@
-import { link, open, rename, stat, unlink } from 'node:fs/promises';
+import { open, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setImmediate } from 'node:timers/promises';
 import type { AudioStore } from '../audio-store.js';
@@ -34,6 +34,7 @@ export function createLocalWrites(
       const temp = await openTempFile(dir, source, fail);
       try {
         await temp.sync();
+        await temp.close();
         await rename(temp.path, join(dir, name)).catch((error: unknown) => {
           throw fail(error);
         });
@@ -73,12 +74,16 @@ export function createLocalWrites(
           ]),
         );
         for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
+        if (metadataTemp === undefined) throw failMetadata(new Error('no temp file was made'));
         await renamePair(
           dir,
-          { temp: audioTemp.path, name: audio.name, fail: failAudio },
-          { temp: metadataTemp?.path ?? '', name: metadata.name, fail: failMetadata },
+          { temp: audioTemp, name: audio.name, fail: failAudio },
+          { temp: metadataTemp, name: metadata.name, fail: failMetadata },
           renameTurns,
         );
+        await Promise.all([audioTemp.close(), metadataTemp.close()]).catch((error: unknown) => {
+          throw failMetadata(error);
+        });
       } catch (error: unknown) {
         // A temp already renamed is gone from its path: discarding it then removes nothing.
         await audioTemp.discard();
@@ -92,19 +97,25 @@ export function createLocalWrites(
   };
 }
 
-/** A temp file holding a whole source, not yet synced or renamed. */
+/** A temp file holding a whole source, not yet renamed; its handle stays open until closed. */
 export interface TempFile {
   readonly path: string;
-  /** fsyncs and closes it. */
+  /** fsyncs it. */
   sync(): Promise<void>;
+  /** Its device and inode, which its name keeps after a rename. */
+  identity(): Promise<{ readonly dev: bigint; readonly ino: bigint }>;
+  /** Its bytes, read again through its handle: they outlive every name of it. */
+  contents(): AsyncIterable<Uint8Array>;
+  /** Closes it; its name, if still there, stays. */
+  close(): Promise<void>;
   /** Closes and removes it, whatever happened before; never throws. */
   discard(): Promise<void>;
 }
 
 /**
- * Creates `dir`'s temp file (`wx`: exclusive, so two writers never share one) and writes `source`
- * into it through the handle, which stays open for the fsync. A failing source keeps its own
- * error, and the filesystem's become `fail`'s; either way nothing is left behind.
+ * Creates `dir`'s temp file (`wx+`: exclusive, so two writers never share one) and writes `source`
+ * into it through the handle, which stays open for the fsync and for `contents`. A failing source
+ * keeps its own error, and the filesystem's become `fail`'s; either way nothing is left behind.
  */
 export async function openTempFile(
   dir: string,
@@ -112,27 +123,27 @@ export async function openTempFile(
   fail: (error: unknown) => Error,
 ): Promise<TempFile> {
   const path = join(dir, tempName());
-  const handle = await open(path, 'wx', 0o644).catch((error: unknown) => {
+  const handle = await open(path, 'wx+', 0o644).catch((error: unknown) => {
     throw fail(error);
   });
   let closed = false;
-  const close = async () => {
-    if (closed) return;
-    closed = true;
-    await handle.close();
-  };
+  const failing = <T>(work: Promise<T>) =>
+    work.catch((error: unknown) => {
+      throw fail(error);
+    });
   const temp: TempFile = {
     path,
-    async sync() {
-      await inSpan('file.fsync', {}, () => handle.sync()).catch((error: unknown) => {
-        throw fail(error);
-      });
-      await close().catch((error: unknown) => {
-        throw fail(error);
-      });
+    sync: () => failing(inSpan('file.fsync', {}, () => handle.sync())),
+    identity: () => failing(handle.stat({ bigint: true })),
+    // From the start, whatever the handle's position; the handle is closed by its owner.
+    contents: () => handle.createReadStream({ start: 0, autoClose: false }),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await failing(handle.close());
     },
     async discard() {
-      await close().catch(() => undefined);
+      await temp.close().catch(() => undefined);
       await unlink(path).catch(() => undefined);
     },
   };
@@ -154,7 +165,7 @@ const ATTEMPTS = 32;
 
 /** A written, synced temp file, the name it takes, and how a filesystem error of it is told. */
 interface Placed {
-  readonly temp: string;
+  readonly temp: TempFile;
   readonly name: string;
   readonly fail: (error: unknown) => Error;
 }
@@ -164,12 +175,12 @@ interface Placed {
  * metadata left under its name describes the audio left under its own, whatever other runs of
  * the item (a replay, a stalled job re-run) rename meanwhile. Two runs' renames interleave: A's
  * audio, B's audio, B's metadata, A's metadata leave A's metadata beside B's audio (seen in
- * runs whose CDN served each other bytes: docs/performance-history.md). Runs of one store take turns per item
- * (`turns`: the renames only, no fsync, so a turn is short). Runs in other processes sharing the
- * directory cannot be waited for without a lock file, which a killed holder would leave behind:
- * after its metadata's rename a run looks, and while its metadata stands beside another run's
- * audio it renames both again, from links kept for that. The last metadata renamed is always
- * followed by its run's look, so the pair that stays is one run's.
+ * runs whose CDN served each other bytes: docs/performance-history.md). Runs of one store take
+ * turns per item (`turns`: the renames only, no fsync, so a turn is short). Runs in other
+ * processes sharing the directory cannot be waited for without a lock file, which a killed
+ * holder would leave behind: after its metadata's rename a run looks, and while its metadata
+ * stands beside another run's audio it renames both again, from copies of its two files. The
+ * last metadata renamed is always followed by its run's look, so the pair that stays is one run's.
  */
 async function renamePair(
   dir: string,
@@ -192,58 +203,53 @@ async function renamePair(
 }
 
 async function renameChecked(dir: string, audio: Placed, metadata: Placed): Promise<void> {
-  const identity = (placed: Placed) =>
-    stat(placed.temp, { bigint: true }).catch((error: unknown) => {
+  const renamed = (placed: Placed, from: TempFile) =>
+    rename(from.path, join(dir, placed.name)).catch((error: unknown) => {
       throw placed.fail(error);
     });
-  const [audioFile, metadataFile] = await Promise.all([identity(audio), identity(metadata)]);
-  const renamed = (placed: Placed, from: string) =>
-    rename(from, join(dir, placed.name)).catch((error: unknown) => {
-      throw placed.fail(error);
-    });
-  // Temp names: a process killed before it removes them leaves them to removeStaleTemps.
-  const kept = { audio: join(dir, tempName()), metadata: join(dir, tempName()) };
-  // A filesystem without hard links (some network shares) keeps none: a run that finds its
-  // metadata beside another's audio then fails, and its retry downloads the item again.
-  const keeping = await Promise.all([
-    link(audio.temp, kept.audio),
-    link(metadata.temp, kept.metadata),
-  ]).then(
-    () => true,
-    () => false,
-  );
-  const same = (path: string, file: typeof audioFile | undefined) =>
+  const same = (path: string, file: { dev: bigint; ino: bigint }) =>
     stat(path, { bigint: true }).then(
-      (found) => found.ino === file?.ino && found.dev === file.dev,
+      (found) => found.ino === file.ino && found.dev === file.dev,
       () => false,
     );
-  // The names renamed from: the temps first, then new links to the kept files. A rename onto a
-  // name that is already the same file does nothing and leaves its source: removed at the end.
+  // Renamed from: the temps first, then copies of them made for a repair. The repair copies
+  // rather than keeping hard links on every item: two links and two unlinks per item cost more
+  // than a rare copy, and a filesystem without hard links (some network shares) repairs too.
+  // The copies are read through the temps' handles, open until the caller closes them, so a
+  // temp whose name another run replaced is still there to copy.
   let from = { audio: audio.temp, metadata: metadata.temp };
-  const made: string[] = [];
+  const copies: TempFile[] = [];
   try {
     for (let attempt = 1; ; attempt++) {
+      const [audioFile, metadataFile] = await Promise.all([
+        from.audio.identity(),
+        from.metadata.identity(),
+      ]);
       await renamed(audio, from.audio);
       await renamed(metadata, from.metadata);
       // Another run's metadata renamed after this one's: that run looks for itself.
       if (!(await same(join(dir, metadata.name), metadataFile))) return;
       if (await same(join(dir, audio.name), audioFile)) return;
-      if (!keeping || attempt === ATTEMPTS)
+      if (attempt === ATTEMPTS)
         throw new StorageError(
           `another run of the item replaced ${audio.name} while ${metadata.name} was written`,
         );
       // Runs that repair in step undo each other's repair (three stores on one directory, in
       // one event loop, once reached 32): a random number of turns of the loop breaks the step.
       for (let turns = Math.random() * attempt * 2; turns > 0; turns--) await setImmediate();
-      from = { audio: join(dir, tempName()), metadata: join(dir, tempName()) };
-      made.push(from.audio, from.metadata);
-      await link(kept.audio, from.audio);
-      await link(kept.metadata, from.metadata);
+      const copy = async (placed: Placed) => {
+        const written = await openTempFile(dir, placed.temp.contents(), placed.fail);
+        copies.push(written);
+        await written.sync();
+        return written;
+      };
+      const [audioCopy, metadataCopy] = await Promise.all([copy(audio), copy(metadata)]);
+      from = { audio: audioCopy, metadata: metadataCopy };
     }
   } catch (error: unknown) {
     throw error instanceof StorageError ? error : metadata.fail(error);
   } finally {
-    const left = keeping ? [kept.audio, kept.metadata, ...made] : made;
-    await Promise.all(left.map((path) => unlink(path).catch(() => undefined)));
+    // The copies renamed onto their names are gone from their paths: this only closes them.
+    await Promise.all(copies.map((written) => written.discard()));
   }
 }
