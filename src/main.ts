@@ -93,12 +93,6 @@ async function main(): Promise<void> {
     hooks: Object.keys(custom.hooks),
     store: custom.createStore !== undefined,
   };
-  reportStartup(config, logger, {
-    dotenv,
-    ...(loaded.events.length + loaded.hooks.length > 0 || loaded.store ? { custom: loaded } : {}),
-    ...(web ? { listen: `${config.host}:${web.server.port}` } : {}),
-    ...(internal ? { internal: `${config.host}:${internal.port}` } : {}),
-  });
 
   // Stop intake first, then let active jobs finish, then close the receiver's Redis connection.
   const steps: ShutdownStep[] = [
@@ -123,6 +117,13 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // Said once a signal is listened for: one sent on reading this line is a graceful stop.
+  reportStartup(config, logger, {
+    dotenv,
+    ...(loaded.events.length + loaded.hooks.length > 0 || loaded.store ? { custom: loaded } : {}),
+    ...(web ? { listen: `${config.host}:${web.server.port}` } : {}),
+    ...(internal ? { internal: `${config.host}:${internal.port}` } : {}),
+  });
   onPrimaryAsked?.(() => {
     onSignal('primary');
   });

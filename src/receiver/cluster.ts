@@ -103,6 +103,19 @@ export function runReceiverCluster(
     if (state && !state.listening) listenedSoFar += 1;
     if (state) state.listening = true;
   });
+  // Listened for before the first fork and the line that says so: a signal before any listener
+  // kills the primary at once (the default action), leaving no graceful stop.
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: killing the receiver processes now');
+      for (const worker of started.keys()) worker.process.kill('SIGKILL');
+      process.exit(1);
+    }
+    logger.info({ signal, processes: started.size }, 'shutting down the receiver processes');
+    stopAll();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
   for (let i = 0; i < config.webConcurrency; i++) fork();
   logger.info(
     { processes: config.webConcurrency, port: config.port },
@@ -174,18 +187,6 @@ export function runReceiverCluster(
       });
     else worker.kill('SIGTERM');
   }
-
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) {
-      logger.warn({ signal }, 'second signal: killing the receiver processes now');
-      for (const worker of started.keys()) worker.process.kill('SIGKILL');
-      process.exit(1);
-    }
-    logger.info({ signal, processes: started.size }, 'shutting down the receiver processes');
-    stopAll();
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -182,4 +182,26 @@ export function groupAlive(pgid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * spawnService's options for a service that sends itself SIGTERM as it hands stdout a log line
+ * holding `text` (a preload): pino's writes go out on libuv's thread pool while the main thread
+ * runs on, so a supervisor reading the log can signal before the statement after the log call.
+ */
+export function signalledAtLine(text: string): { command: [string, ...string[]] } {
+  const file = join(mkdtempSync(join(tmpdir(), 'aw-preload-')), 'sigterm-at-line.cjs');
+  writeFileSync(
+    file,
+    `const fs = require('node:fs');
+for (const name of ['write', 'writeSync']) {
+  const original = fs[name];
+  fs[name] = function (fd, data, ...rest) {
+    if (fd === 1 && String(data).includes(${JSON.stringify(text)})) process.kill(process.pid, 'SIGTERM');
+    return original.call(this, fd, data, ...rest);
+  };
+}
+`,
+  );
+  return { command: [process.execPath, '--require', file, MAIN] };
 }

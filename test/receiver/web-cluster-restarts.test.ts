@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { withDeadline } from '../../src/util/deadline';
 import { freePort, startPrivateRedis } from '../../harness/private-redis';
 import { serviceSettings } from '../helpers/service-settings';
-import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
+import { signalledAtLine, spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { postOnNewConnection } from '../helpers/test-receiver';
 import { afterTest } from '../helpers/after-test';
 
@@ -111,18 +111,19 @@ it('killed at start-up again and again: the fifth early death in a row stops the
 
 it('SIGTERM while the receiver processes still load: each is asked once it hears, shuts down, and the primary exits 0', async () => {
   const port = await freePort();
-  const service = startCluster(port);
   // The primary has just forked them: they are loading their modules, not yet listening for its
-  // messages (a stop sent then was lost, and the primary waited for them for ever).
-  await withDeadline(
-    service.waitForLog('receiver processes starting (WEB_CONCURRENCY)'),
-    30_000,
-    'the primary forking',
+  // messages (a stop sent then was lost, and the primary waited for them for ever). The signal
+  // comes as the primary logs its line, before it runs another statement: a primary that
+  // listened for signals only after that line died of it (no graceful stop, exit by signal).
+  const line = 'receiver processes starting (WEB_CONCURRENCY)';
+  const service = spawnService(
+    serviceSettings({ ROLE: 'web', PORT: String(port), WEB_CONCURRENCY: '2' }),
+    signalledAtLine(line),
   );
-  service.child.kill('SIGTERM');
   expect(await withDeadline(service.exited, 30_000, 'the graceful stop')).toBe(0);
+  expect(service.logs).toContainEqual(expect.objectContaining({ msg: line }));
   const stopped = service.logs.filter(
-    (line) => line.msg === 'shutting down' && line.signal === 'primary',
+    (entry) => entry.msg === 'shutting down' && entry.signal === 'primary',
   );
   expect(stopped).toHaveLength(2);
   // Nothing holds the port.

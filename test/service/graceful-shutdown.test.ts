@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { sampleDelivery } from '../../src/provider-spec/sample-delivery';
 import { freePort } from '../../harness/private-redis';
 import { serviceSettings, webOn } from '../helpers/service-settings';
-import { spawnService } from '../helpers/spawn-service';
+import { signalledAtLine, spawnService } from '../helpers/spawn-service';
 import { deleteKeys, signed } from '../helpers/test-receiver';
 
 const prefix = `test-${randomUUID()}`;
@@ -76,3 +76,16 @@ it('SIGTERM during in-flight requests answers every one of them, then exits 0', 
   expect(await service.exited).toBe(0);
   expect(await redis.llen(`${prefix}:deliveries:wait`)).toBe(20);
 });
+
+it('a SIGTERM sent on reading the start-up line is a graceful stop, not the default action', async () => {
+  const port = await freePort();
+  const service = spawnService(
+    serviceSettings(webOn(port)),
+    signalledAtLine('audio-webhooks started'),
+  );
+  expect(await service.exited).toBe(0);
+  expect(service.logs).toContainEqual(expect.objectContaining({ msg: 'audio-webhooks started' }));
+  expect(service.logs).toContainEqual(
+    expect.objectContaining({ msg: 'shutting down', signal: 'SIGTERM' }),
+  );
+}, 30_000);
