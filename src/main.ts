@@ -88,11 +88,6 @@ async function main(): Promise<void> {
           config.host,
         );
   const internal = web?.internal;
-  const loaded = {
-    events: [...custom.events.keys()],
-    hooks: Object.keys(custom.hooks),
-    store: custom.createStore !== undefined,
-  };
 
   // Stop intake first, then let active jobs finish, then close the receiver's Redis connection.
   const steps: ShutdownStep[] = [
@@ -118,6 +113,11 @@ async function main(): Promise<void> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   // Said once a signal is listened for: one sent on reading this line is a graceful stop.
+  const loaded = {
+    events: [...custom.events.keys()],
+    hooks: Object.keys(custom.hooks),
+    store: custom.createStore !== undefined,
+  };
   reportStartup(config, logger, {
     dotenv,
     ...(loaded.events.length + loaded.hooks.length > 0 || loaded.store ? { custom: loaded } : {}),

@@ -36,6 +36,16 @@ export async function runSandbox(
   const logger = createLogger(level, pino.destination({ fd: 2, sync: true }));
   const sandbox = await startSandbox(config, logger);
   const { info } = sandbox;
+  // Listened for before the lines that say it is ready: a signal sent on reading them is a
+  // graceful stop, not the default action.
+  const stopAsked = new Promise<void>((resolve) => {
+    process.once('SIGTERM', () => {
+      resolve();
+    });
+    process.once('SIGINT', () => {
+      resolve();
+    });
+  });
   output.out(`${JSON.stringify(info)}\n`);
   errors.out(
     [
@@ -49,14 +59,7 @@ export async function runSandbox(
       '',
     ].join('\n'),
   );
-  await new Promise<void>((resolve) => {
-    process.once('SIGTERM', () => {
-      resolve();
-    });
-    process.once('SIGINT', () => {
-      resolve();
-    });
-  });
+  await stopAsked;
   await sandbox.close();
   return 0;
 }

@@ -185,23 +185,43 @@ export function groupAlive(pgid: number): boolean {
 }
 
 /**
- * spawnService's options for a service that sends itself SIGTERM as it hands stdout a log line
- * holding `text` (a preload): pino's writes go out on libuv's thread pool while the main thread
- * runs on, so a supervisor reading the log can signal before the statement after the log call.
+ * A preload (`node --require`) that has the process send itself SIGTERM as it hands a log line
+ * holding `text` to stdout or stderr, by fs (pino's writes, which go out on libuv's thread pool
+ * while the main thread runs on) or by the process's streams: the earliest a supervisor reading
+ * its output could signal.
  */
-export function signalledAtLine(text: string): { command: [string, ...string[]] } {
+export function sigtermAtLine(text: string): string {
   const file = join(mkdtempSync(join(tmpdir(), 'aw-preload-')), 'sigterm-at-line.cjs');
   writeFileSync(
     file,
     `const fs = require('node:fs');
+const text = ${JSON.stringify(text)};
+let signalled = false;
+const signalOn = (data) => {
+  if (signalled || !String(data).includes(text)) return;
+  signalled = true;
+  process.kill(process.pid, 'SIGTERM');
+};
 for (const name of ['write', 'writeSync']) {
   const original = fs[name];
   fs[name] = function (fd, data, ...rest) {
-    if (fd === 1 && String(data).includes(${JSON.stringify(text)})) process.kill(process.pid, 'SIGTERM');
+    if (fd === 1 || fd === 2) signalOn(data);
     return original.call(this, fd, data, ...rest);
+  };
+}
+for (const stream of [process.stdout, process.stderr]) {
+  const original = stream.write;
+  stream.write = function (data, ...rest) {
+    signalOn(data);
+    return original.call(this, data, ...rest);
   };
 }
 `,
   );
-  return { command: [process.execPath, '--require', file, MAIN] };
+  return file;
+}
+
+/** spawnService's options for a service run with sigtermAtLine(text). */
+export function signalledAtLine(text: string): { command: [string, ...string[]] } {
+  return { command: [process.execPath, '--require', sigtermAtLine(text), MAIN] };
 }

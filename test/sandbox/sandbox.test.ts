@@ -17,7 +17,7 @@ import {
   type SandboxProcess,
 } from '../../harness/sandbox-process';
 import { serviceSettings } from '../helpers/service-settings';
-import { spawnService, type ServiceProcess } from '../helpers/spawn-service';
+import { sigtermAtLine, spawnService, type ServiceProcess } from '../helpers/spawn-service';
 import { createTestReceiver, deleteKeys, type TestReceiver } from '../helpers/test-receiver';
 
 // The sandbox as a user runs it (`audio-webhooks sandbox`, a real process) against the receiver.
@@ -415,15 +415,35 @@ it('a sandbox waiting for its Redis answers its API at once, 503 "starting", nev
   }
 });
 
+it('a SIGTERM sent on reading "sandbox ready" stops it as asked: closed, exit 0', async () => {
+  const ports = { port: await freePort(), cdnPort: await freePort() };
+  const prefix = `sandbox-test-${randomUUID()}`;
+  const sbx = spawnSandbox(
+    ports,
+    { REDIS_URL: process.env.REDIS_URL ?? '', SANDBOX_PREFIX: prefix },
+    sigtermAtLine('sandbox ready'),
+  );
+  try {
+    expect(await sbx.exited).toEqual([0, null]);
+    expect(sbx.stderr()).toContain('sandbox ready');
+  } finally {
+    await sbx.kill();
+    await deleteKeys(redis, `${prefix}:*`);
+  }
+});
+
 /** `audio-webhooks sandbox` on `ports`, with `env` beside PATH and WEBHOOK_SECRETS; its output kept. */
 function spawnSandbox(
   ports: { readonly port: number; readonly cdnPort: number },
   env: Record<string, string>,
+  /** A `node --require` preload (sigtermAtLine). */
+  preload?: string,
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'aw-sandbox-'));
   const child = spawn(
     process.execPath,
     [
+      ...(preload === undefined ? [] : ['--require', preload]),
       join(__dirname, '..', '..', 'bin', 'audio-webhooks.js'),
       'sandbox',
       '--port',
