@@ -154,13 +154,15 @@ export async function runStores(
     // Each run's objects are deleted after it, outside its timing: the gateway keeps them in RAM
     // (memstore), and a run into a gateway its neighbours filled was slower (performance-history).
     const s3Run = async (
-      bucket: string,
-      options: (bucket: string) => EndToEndOptions,
+      prefix: string,
+      kind: Pick<EndToEndOptions, 'naiveWorker' | 'env'> = {},
     ): Promise<S3Run> => {
+      const bucket = await newBucket();
       const before = await gatewayRequests(gateway.dir);
       let requests = NaN;
       const result = await runEndToEnd(redisUrl, cdn, {
-        ...options(bucket),
+        ...kind,
+        ...inBucket(prefix, bucket, kind.env),
         workerConcurrency: s3Concurrency.best,
         settledWhen: async () => {
           requests = (await gatewayRequests(gateway.dir)) - before;
@@ -170,11 +172,9 @@ export async function runStores(
       return { ...result, gatewayRequestsPerItem: round2(requests / result.audioFiles) };
     };
     const s3Runs = {
-      naiveS3: async () =>
-        s3Run(await newBucket(), (into) => ({ naiveWorker: 's3', ...inBucket('naive/', into) })),
-      s3: async () => s3Run(await newBucket(), (into) => inBucket('e2e/', into)),
-      s3NoArchive: async () =>
-        s3Run(await newBucket(), (into) => inBucket('e2e/', into, NO_ARCHIVE)),
+      naiveS3: () => s3Run('naive/', { naiveWorker: 's3' }),
+      s3: () => s3Run('e2e/'),
+      s3NoArchive: () => s3Run('e2e/', { env: NO_ARCHIVE }),
     };
     const s3Rounds = await inRounds(
       s3Runs,
@@ -190,10 +190,7 @@ export async function runStores(
     const s3NoArchive = medianRun(s3Rounds.s3NoArchive);
     process.stderr.write('stores: the naive S3 worker writing the audio alone (information)\n');
     await fresh();
-    const naiveS3AudioOnly = await s3Run(await newBucket(), (into) => ({
-      naiveWorker: 's3-audio-only',
-      ...inBucket('naive/', into),
-    }));
+    const naiveS3AudioOnly = await s3Run('naive/', { naiveWorker: 's3-audio-only' });
     const large = await newBucket();
     const s3Downloads = await runS3Downloads(cdn, {
       settings: {

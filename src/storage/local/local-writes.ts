@@ -219,6 +219,12 @@ async function renameChecked(dir: string, audio: Placed, metadata: Placed): Prom
   // temp whose name another run replaced is still there to copy.
   let from = { audio: audio.temp, metadata: metadata.temp };
   const copies: TempFile[] = [];
+  const copy = async (placed: Placed) => {
+    const written = await openTempFile(dir, placed.temp.contents(), placed.fail);
+    copies.push(written);
+    await written.sync();
+    return written;
+  };
   try {
     for (let attempt = 1; ; attempt++) {
       const [audioFile, metadataFile] = await Promise.all([
@@ -237,12 +243,6 @@ async function renameChecked(dir: string, audio: Placed, metadata: Placed): Prom
       // Runs that repair in step undo each other's repair (three stores on one directory, in
       // one event loop, once reached 32): a random number of turns of the loop breaks the step.
       for (let turns = Math.random() * attempt * 2; turns > 0; turns--) await setImmediate();
-      const copy = async (placed: Placed) => {
-        const written = await openTempFile(dir, placed.temp.contents(), placed.fail);
-        copies.push(written);
-        await written.sync();
-        return written;
-      };
       const [audioCopy, metadataCopy] = await Promise.all([copy(audio), copy(metadata)]);
       from = { audio: audioCopy, metadata: metadataCopy };
     }
